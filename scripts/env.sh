@@ -1,0 +1,10 @@
+# Sourced by stoker's scripts: how mpirun runs here. As root it needs --allow-run-as-root; on a
+# machine with fewer cores than ranks it needs --oversubscribe; on a machine without a fast network
+# the shared-memory transport keeps Open MPI from warning about missing InfiniBand.
+export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader}
+export OMPI_MCA_btl_base_warn_component_unused=0
+export OMPI_MCA_rmaps_base_oversubscribe=1
+if [ "$(id -u)" -eq 0 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}

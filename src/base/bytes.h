@@ -1,0 +1,62 @@
+// ByteWriter / ByteReader: a minimal, explicit binary encoding for values that cross ranks
+// (broadcasts and all-gathers of tables). Little-endian fixed-width integers and length-prefixed
+// strings. Not a file format: both ends are the same build of stoker.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "base/check.h"
+
+namespace stoker {
+
+class ByteWriter {
+ public:
+  template <typename T>
+    requires std::is_arithmetic_v<T>
+  void Put(T value) {
+    const auto* p = reinterpret_cast<const char*>(&value);
+    bytes_.append(p, sizeof(T));
+  }
+  void PutString(std::string_view s) {
+    Put<uint64_t>(s.size());
+    bytes_.append(s);
+  }
+  const std::string& bytes() const { return bytes_; }
+  std::string Take() { return std::move(bytes_); }
+
+ private:
+  std::string bytes_;
+};
+
+class ByteReader {
+ public:
+  explicit ByteReader(std::string_view bytes) : bytes_(bytes) {}
+
+  template <typename T>
+    requires std::is_arithmetic_v<T>
+  T Get() {
+    STOKER_ASSERT(pos_ + sizeof(T) <= bytes_.size(), "byte stream ends early");
+    T value;
+    std::memcpy(&value, bytes_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return value;
+  }
+  std::string GetString() {
+    const auto n = Get<uint64_t>();
+    STOKER_ASSERT(pos_ + n <= bytes_.size(), "byte stream ends early");
+    std::string s(bytes_.substr(pos_, n));
+    pos_ += n;
+    return s;
+  }
+  bool done() const { return pos_ == bytes_.size(); }
+
+ private:
+  std::string_view bytes_;
+  size_t pos_ = 0;
+};
+
+}  // namespace stoker

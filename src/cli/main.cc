@@ -1,0 +1,71 @@
+// stoker: the command-line program. Runs alone or under mpirun; every subcommand is collective
+// over MPI_COMM_WORLD.
+//
+// Errors: an error all ranks raised together (collective) is printed once by rank 0 and every
+// rank exits 1 after finalizing MPI in order. Any other error is printed by the rank that saw it,
+// which then ends the job with MPI_Abort so that no other rank waits for it for ever.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <vector>
+
+#include "base/log.h"
+#include "cli/commands.h"
+#include "mpi/comm.h"
+#include "stoker/error.h"
+
+namespace {
+
+int Run(stoker::cli::Runner& run, const stoker::mpi::Comm& world) {
+  try {
+    return run(world);
+  } catch (const stoker::Error& e) {
+    if (!e.collective()) {
+      spdlog::error("{}", e.what());
+      spdlog::default_logger()->flush();
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (world.rank() == 0) spdlog::error("{}", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    spdlog::default_logger()->flush();
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  stoker::mpi::Session session(&argc, &argv);
+  int exit_code = 0;
+  {
+    stoker::mpi::Comm world(MPI_COMM_WORLD);
+    CLI::App app{
+        "stoker: an MPI data loader for LLM pre-training on HDF5 token shards.\n"
+        "Every subcommand runs alone or under mpirun; under mpirun the ranks share the work."};
+    app.require_subcommand(1);
+    bool verbose = false, quiet = false;
+    app.add_flag("-v,--verbose", verbose, "Log debug messages");
+    app.add_flag("-q,--quiet", quiet, "Log warnings and errors only");
+    std::vector<stoker::cli::Command> commands = {
+        stoker::cli::SetupSynth(app), stoker::cli::SetupPack(app),
+        stoker::cli::SetupVerify(app), stoker::cli::SetupInspect(app)};
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      // Every rank parsed the same arguments and failed the same way; one prints.
+      if (world.rank() == 0) return app.exit(e);
+      return e.get_exit_code();
+    }
+    stoker::InitLogging(world.rank(), verbose ? spdlog::level::debug
+                                      : quiet ? spdlog::level::warn
+                                              : spdlog::level::info);
+    for (auto& command : commands) {
+      if (command.app->parsed()) exit_code = Run(command.run, world);
+    }
+    std::fflush(stdout);
+  }
+  return exit_code;
+}

@@ -1,0 +1,30 @@
+// Fingerprinter: a 128-bit content hash (XXH3) over a sequence of typed fields, printed as 32 hex
+// digits. Used for the corpus fingerprint (and later checkpoints) to tell "the same corpus" from
+// "another corpus" without reading any tokens. Not cryptographic. Pure.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace stoker {
+
+class Fingerprinter {
+ public:
+  Fingerprinter();
+  ~Fingerprinter();
+  Fingerprinter(const Fingerprinter&) = delete;
+  Fingerprinter& operator=(const Fingerprinter&) = delete;
+
+  void Add(uint64_t value);
+  // Length-prefixed, so ("ab", "c") and ("a", "bc") differ.
+  void Add(std::string_view text);
+  std::string Hex() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace stoker

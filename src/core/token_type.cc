@@ -1,0 +1,73 @@
+#include "core/token_type.h"
+
+#include "base/check.h"
+
+namespace stoker {
+
+namespace {
+
+template <typename T>
+void Widen(const void* src, size_t count, int64_t* out) {
+  const T* in = static_cast<const T*>(src);
+  for (size_t i = 0; i < count; ++i) out[i] = static_cast<int64_t>(in[i]);
+}
+
+constexpr struct {
+  TokenType type;
+  int size;
+  bool is_signed;
+  const char* name;
+} kTypes[] = {
+    {TokenType::kUint8, 1, false, "uint8"},   {TokenType::kInt8, 1, true, "int8"},
+    {TokenType::kUint16, 2, false, "uint16"}, {TokenType::kInt16, 2, true, "int16"},
+    {TokenType::kUint32, 4, false, "uint32"}, {TokenType::kInt32, 4, true, "int32"},
+    {TokenType::kUint64, 8, false, "uint64"}, {TokenType::kInt64, 8, true, "int64"},
+};
+
+const auto& Entry(TokenType type) {
+  const auto index = static_cast<size_t>(type);
+  STOKER_ASSERT(index < std::size(kTypes), "token type {}", index);
+  return kTypes[index];
+}
+
+}  // namespace
+
+const char* TokenTypeName(TokenType type) { return Entry(type).name; }
+int TokenTypeSize(TokenType type) { return Entry(type).size; }
+bool TokenTypeSigned(TokenType type) { return Entry(type).is_signed; }
+
+std::optional<TokenType> TokenTypeFrom(int size, bool is_signed) {
+  for (const auto& entry : kTypes) {
+    if (entry.size == size && entry.is_signed == is_signed) return entry.type;
+  }
+  return std::nullopt;
+}
+
+std::optional<TokenType> TokenTypeFromName(std::string_view name) {
+  for (const auto& entry : kTypes) {
+    if (name == entry.name) return entry.type;
+  }
+  return std::nullopt;
+}
+
+TokenType TokenTypeForVocab(uint64_t vocab_size) {
+  if (vocab_size <= (uint64_t{1} << 16)) return TokenType::kUint16;
+  if (vocab_size <= (uint64_t{1} << 32)) return TokenType::kUint32;
+  return TokenType::kUint64;
+}
+
+void WidenTokens(TokenType type, const void* src, size_t count, int64_t* out) {
+  switch (type) {
+    case TokenType::kUint8: return Widen<uint8_t>(src, count, out);
+    case TokenType::kInt8: return Widen<int8_t>(src, count, out);
+    case TokenType::kUint16: return Widen<uint16_t>(src, count, out);
+    case TokenType::kInt16: return Widen<int16_t>(src, count, out);
+    case TokenType::kUint32: return Widen<uint32_t>(src, count, out);
+    case TokenType::kInt32: return Widen<int32_t>(src, count, out);
+    case TokenType::kUint64: return Widen<uint64_t>(src, count, out);
+    case TokenType::kInt64: return Widen<int64_t>(src, count, out);
+  }
+  STOKER_ASSERT(false, "token type {}", static_cast<int>(type));
+}
+
+}  // namespace stoker

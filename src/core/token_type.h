@@ -1,0 +1,26 @@
+// Token types and widening. Shards store tokens in 1 to 8 byte integers; stoker reads them in the
+// file's own type (HDF5's conversion costs 4.5x) and widens them here, in plain loops the
+// compiler vectorizes. Pure: no I/O.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "stoker/corpus.h"
+
+namespace stoker {
+
+int TokenTypeSize(TokenType type);
+bool TokenTypeSigned(TokenType type);
+std::optional<TokenType> TokenTypeFrom(int size, bool is_signed);
+std::optional<TokenType> TokenTypeFromName(std::string_view name);
+// The narrowest unsigned type that holds ids in [0, vocab_size): uint16 up to 65,536 ids,
+// uint32 up to 2^32, uint64 above. (Writers never use uint8: vocabularies are larger.)
+TokenType TokenTypeForVocab(uint64_t vocab_size);
+
+// Widens `count` tokens stored as `type` at `src` (native byte order) into `out`.
+void WidenTokens(TokenType type, const void* src, size_t count, int64_t* out);
+
+}  // namespace stoker

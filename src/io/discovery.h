@@ -1,0 +1,31 @@
+// Corpus discovery, the internal side of stoker/corpus.h. See that header for the contract.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mpi/comm.h"
+#include "stoker/corpus.h"
+
+namespace stoker {
+
+// What one shard's metadata says: its table row when it passed the checks, else its problems.
+struct ShardCheck {
+  std::optional<ShardInfo> info;
+  std::vector<Problem> problems;
+};
+
+// Not collective. Opens `root/rel_path` and checks everything the format promises that does not
+// need reading the arrays: format version, both datasets' presence, type and shape, the first
+// and last document offsets, the optional attributes. Never throws for a bad file.
+ShardCheck DescribeShard(const std::string& root, const std::string& rel_path, uint32_t dataset);
+
+// Collective over `comm`.
+CorpusScan ScanCorpus(const mpi::Comm& comm, const std::string& root);
+CorpusTable DiscoverCorpus(const mpi::Comm& comm, const std::string& root);
+
+// Fills the per-dataset totals and the fingerprint from the datasets' names and the shards.
+void FinishTable(CorpusTable* table);
+
+}  // namespace stoker

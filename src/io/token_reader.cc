@@ -1,0 +1,102 @@
+#include "io/token_reader.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/check.h"
+#include "core/token_type.h"
+
+namespace stoker {
+
+namespace {
+
+// Written so that start + count cannot wrap around.
+void CheckTokenRange(const std::string& path, const ShardInfo& shard, uint64_t start,
+                     uint64_t count) {
+  STOKER_CHECK(count <= shard.tokens && start <= shard.tokens - count, DataError,
+               "{}: reading {} tokens from /tokens[{}] goes beyond its {} tokens", path, count,
+               start, shard.tokens);
+}
+
+}  // namespace
+
+ShardReader::ShardReader(const std::string& root, const ShardInfo& shard)
+    : shard_(shard), path_(root + "/" + shard.path) {
+  if (shard_.tokens_at.direct || shard_.offsets_at.direct) {
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    STOKER_CHECK(fd_ >= 0, IoError, "{}: cannot open: {}", path_, std::strerror(errno));
+  }
+}
+
+ShardReader::~ShardReader() {
+  if (fd_ >= 0) ::close(fd_);
+  if (file_) {
+    std::lock_guard lock(h5::Lock());
+    file_.reset();
+  }
+}
+
+const h5::File& ShardReader::Hdf5File() {
+  if (!file_) file_.emplace(h5::File::OpenReadOnly(path_));
+  return *file_;
+}
+
+void ShardReader::Pread(uint64_t byte_offset, uint64_t bytes, void* out, const char* what,
+                        uint64_t index) {
+  auto* dst = static_cast<char*>(out);
+  uint64_t done = 0;
+  while (done < bytes) {
+    const ssize_t n = ::pread(fd_, dst + done, bytes - done, static_cast<off_t>(byte_offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    STOKER_CHECK(n >= 0, IoError, "{}: reading {}[{}] at byte {} failed: {}", path_, what, index,
+                 byte_offset + done, std::strerror(errno));
+    STOKER_CHECK(n > 0, IoError,
+                 "{}: file ends at byte {} inside {}[{}] (truncated or changed since discovery)",
+                 path_, byte_offset + done, what, index);
+    done += static_cast<uint64_t>(n);
+  }
+}
+
+void ShardReader::ReadTokensRaw(uint64_t start, uint64_t count, void* out) {
+  if (count == 0) return;
+  CheckTokenRange(path_, shard_, start, count);
+  const uint64_t width = TokenTypeSize(shard_.token_type);
+  if (shard_.tokens_at.direct) {
+    Pread(shard_.tokens_at.byte_offset + start * width, count * width, out, "/tokens", start);
+    return;
+  }
+  std::lock_guard lock(h5::Lock());
+  Hdf5File().ReadRaw("/tokens", start, count, out);
+}
+
+void ShardReader::ReadTokens(uint64_t start, uint64_t count, int64_t* out,
+                             std::vector<char>* scratch) {
+  CheckTokenRange(path_, shard_, start, count);  // before sizing `scratch` by `count`
+  const uint64_t width = TokenTypeSize(shard_.token_type);
+  if (width == 8) {  // already as wide as the output
+    ReadTokensRaw(start, count, out);
+    return;
+  }
+  scratch->resize(count * width);
+  ReadTokensRaw(start, count, scratch->data());
+  WidenTokens(shard_.token_type, scratch->data(), count, out);
+}
+
+void ShardReader::ReadOffsets(uint64_t start, uint64_t count, uint64_t* out) {
+  if (count == 0) return;
+  const uint64_t entries = shard_.docs + 1;
+  STOKER_CHECK(count <= entries && start <= entries - count, DataError,
+               "{}: reading {} entries from /doc_offsets[{}] goes beyond its {} entries", path_,
+               count, start, entries);
+  if (shard_.offsets_at.direct) {
+    Pread(shard_.offsets_at.byte_offset + start * 8, count * 8, out, "/doc_offsets", start);
+    return;
+  }
+  std::lock_guard lock(h5::Lock());
+  Hdf5File().ReadRaw("/doc_offsets", start, count, out);
+}
+
+}  // namespace stoker

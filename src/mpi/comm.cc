@@ -1,0 +1,188 @@
+#include "mpi/comm.h"
+
+#include <fmt/format.h>
+
+#include "base/bytes.h"
+#include "base/check.h"
+
+namespace stoker::mpi {
+
+void Check(int code, const char* what) {
+  if (code == MPI_SUCCESS) [[likely]] return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) length = 0;
+  throw MpiError(fmt::format("{} failed: {} (MPI error {})", what,
+                             length > 0 ? std::string(text, length) : "unknown", code));
+}
+
+Session::Session(int* argc, char*** argv) {
+  int initialized = 0;
+  Check(MPI_Initialized(&initialized), "MPI_Initialized");
+  if (initialized) return;
+  int provided = 0;
+  Check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  owns_ = true;
+}
+
+Session::~Session() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owns_ && !finalized) MPI_Finalize();
+}
+
+bool CommTraits::Skip(MPI_Comm h) {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  return finalized || h == MPI_COMM_WORLD || h == MPI_COMM_SELF;
+}
+
+void CommTraits::Close(MPI_Comm h) { MPI_Comm_free(&h); }
+
+Comm::Comm(MPI_Comm comm) {
+  MPI_Comm dup = MPI_COMM_NULL;
+  Check(MPI_Comm_dup(comm, &dup), "MPI_Comm_dup");
+  handle_.Reset(dup);
+  Check(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  Check(MPI_Comm_rank(dup, &rank_), "MPI_Comm_rank");
+  Check(MPI_Comm_size(dup, &size_), "MPI_Comm_size");
+}
+
+void Comm::Barrier() const { Check(MPI_Barrier(get()), "MPI_Barrier"); }
+
+void Comm::Broadcast(std::string* bytes, int root) const {
+  uint64_t n = bytes->size();
+  Check(MPI_Bcast(&n, 1, MPI_UINT64_T, root, get()), "MPI_Bcast");
+  bytes->resize(n);
+  // MPI counts are int: send large payloads in pieces.
+  constexpr uint64_t kPiece = 1u << 30;
+  for (uint64_t at = 0; at < n; at += kPiece) {
+    const int count = static_cast<int>(std::min(kPiece, n - at));
+    Check(MPI_Bcast(bytes->data() + at, count, MPI_BYTE, root, get()), "MPI_Bcast");
+  }
+}
+
+std::vector<std::string> Comm::AllGather(const std::string& bytes) const {
+  const uint64_t mine = bytes.size();
+  std::vector<uint64_t> sizes(size_);
+  Check(MPI_Allgather(&mine, 1, MPI_UINT64_T, sizes.data(), 1, MPI_UINT64_T, get()),
+        "MPI_Allgather");
+  std::vector<int> counts(size_), displs(size_);
+  uint64_t total = 0;
+  for (int r = 0; r < size_; ++r) {
+    STOKER_CHECK(total + sizes[r] < (1ull << 31), MpiError,
+                 "all-gather of {} bytes exceeds MPI's int counts", total + sizes[r]);
+    counts[r] = static_cast<int>(sizes[r]);
+    displs[r] = static_cast<int>(total);
+    total += sizes[r];
+  }
+  std::string all(total, '\0');
+  Check(MPI_Allgatherv(bytes.data(), counts[rank_], MPI_BYTE, all.data(), counts.data(),
+                       displs.data(), MPI_BYTE, get()),
+        "MPI_Allgatherv");
+  std::vector<std::string> out(size_);
+  for (int r = 0; r < size_; ++r) out[r] = all.substr(displs[r], counts[r]);
+  return out;
+}
+
+void Comm::SumInPlace(std::span<uint64_t> values) const {
+  Check(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_UINT64_T,
+                      MPI_SUM, get()),
+        "MPI_Allreduce");
+}
+
+void Comm::SumInPlace(std::span<double> values) const {
+  Check(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE,
+                      MPI_SUM, get()),
+        "MPI_Allreduce");
+}
+
+uint64_t Comm::Sum(uint64_t value) const {
+  SumInPlace(std::span<uint64_t>(&value, 1));
+  return value;
+}
+
+uint64_t Comm::Max(uint64_t value) const {
+  Check(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_UINT64_T, MPI_MAX, get()), "MPI_Allreduce");
+  return value;
+}
+
+namespace {
+
+// Error kinds as they travel between ranks.
+enum class Kind : uint8_t { kNone, kError, kConfig, kData, kIo, kMpi, kHdf5, kInternal, kOther };
+
+Kind Classify(std::exception_ptr error, std::string* message) {
+  if (!error) return Kind::kNone;
+  try {
+    std::rethrow_exception(error);
+  } catch (const ConfigError& e) {
+    *message = e.what();
+    return Kind::kConfig;
+  } catch (const DataError& e) {
+    *message = e.what();
+    return Kind::kData;
+  } catch (const IoError& e) {
+    *message = e.what();
+    return Kind::kIo;
+  } catch (const MpiError& e) {
+    *message = e.what();
+    return Kind::kMpi;
+  } catch (const Hdf5Error& e) {
+    *message = e.what();
+    return Kind::kHdf5;
+  } catch (const InternalError& e) {
+    *message = e.what();
+    return Kind::kInternal;
+  } catch (const Error& e) {
+    *message = e.what();
+    return Kind::kError;
+  } catch (const std::exception& e) {
+    *message = e.what();
+    return Kind::kOther;
+  } catch (...) {
+    *message = "unknown exception";
+    return Kind::kOther;
+  }
+}
+
+[[noreturn]] void Throw(Kind kind, const std::string& message) {
+  switch (kind) {
+    case Kind::kConfig: throw ConfigError(message, true);
+    case Kind::kData: throw DataError(message, true);
+    case Kind::kIo: throw IoError(message, true);
+    case Kind::kMpi: throw MpiError(message, true);
+    case Kind::kHdf5: throw Hdf5Error(message, true);
+    case Kind::kInternal: throw InternalError(message, true);
+    default: throw Error(message, true);
+  }
+}
+
+}  // namespace
+
+void RaiseTogether(const Comm& comm, std::exception_ptr error) {
+  std::string message;
+  const Kind kind = Classify(error, &message);
+  ByteWriter mine;
+  mine.Put(static_cast<uint8_t>(kind));
+  mine.PutString(message);
+  const auto all = comm.AllGather(kind == Kind::kNone ? std::string(1, '\0') : mine.bytes());
+  for (int r = 0; r < comm.size(); ++r) {
+    ByteReader in(all[r]);
+    const auto theirs = static_cast<Kind>(in.Get<uint8_t>());
+    if (theirs == Kind::kNone) continue;
+    Throw(theirs, in.GetString());
+  }
+}
+
+void FailTogether(const Comm& comm, const std::function<void()>& local) {
+  std::exception_ptr error;
+  try {
+    local();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  RaiseTogether(comm, error);
+}
+
+}  // namespace stoker::mpi

@@ -1,0 +1,84 @@
+// The MPI layer: the only code that calls MPI. Every failing MPI call becomes stoker::MpiError
+// with MPI_Error_string's text; nothing above this layer sees an MPI error code.
+//
+// Comm owns a duplicate of a communicator (errors returned, not fatal). Its collective members
+// must be called by all ranks of the communicator in the same order. Not thread safe: one thread
+// per Comm.
+//
+// FailTogether is how stoker keeps one rank from throwing out of a collective alone: each rank
+// does its local part, then all ranks exchange their outcome and, if any rank failed, every rank
+// throws the error of the lowest failing rank, marked collective.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/unique_handle.h"
+
+namespace stoker::mpi {
+
+// Throws MpiError naming `what` when `code` is not MPI_SUCCESS.
+void Check(int code, const char* what);
+
+// Process-wide MPI for programs (not for the library, which never calls MPI_Init): initializes
+// MPI unless it already is, and finalizes it on destruction if it initialized it.
+class Session {
+ public:
+  Session(int* argc, char*** argv);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session();
+
+ private:
+  bool owns_ = false;
+};
+
+struct CommTraits {
+  using Handle = MPI_Comm;
+  static Handle Null() { return MPI_COMM_NULL; }
+  static bool Skip(Handle h);
+  static void Close(Handle h);
+};
+
+class Comm {
+ public:
+  // Collective over `comm`: duplicates it so that stoker's messages never mix with the caller's.
+  explicit Comm(MPI_Comm comm);
+  Comm(Comm&&) = default;
+  Comm& operator=(Comm&&) = default;
+
+  MPI_Comm get() const { return handle_.get(); }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  void Barrier() const;
+  // Root's `bytes` reach every rank.
+  void Broadcast(std::string* bytes, int root) const;
+  // Every rank's `bytes`, indexed by rank, on every rank.
+  std::vector<std::string> AllGather(const std::string& bytes) const;
+  void SumInPlace(std::span<uint64_t> values) const;
+  void SumInPlace(std::span<double> values) const;
+  uint64_t Sum(uint64_t value) const;
+  uint64_t Max(uint64_t value) const;
+
+ private:
+  UniqueHandle<CommTraits> handle_;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+// Collective. Runs `local` on this rank, then agrees with the other ranks on the outcome: returns
+// normally when every rank succeeded, otherwise throws on every rank the error of the lowest
+// failing rank (same kind, same message, collective() true).
+void FailTogether(const Comm& comm, const std::function<void()>& local);
+
+// Collective. Rethrows `error` (if any) on every rank as described for FailTogether.
+void RaiseTogether(const Comm& comm, std::exception_ptr error);
+
+}  // namespace stoker::mpi

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# End to end as a user runs it: `stoker synth` a small corpus, `inspect` it (alone and under
+# mpirun at 2 and 4 ranks) and check the counts against what was asked, `verify` it clean, then
+# truncate one shard and check that verify and inspect fail naming that file, once.
+# Environment: STOKER (the program), MPIRUN (mpirun with its flags).
+set -euo pipefail
+: "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+corpus="$work/corpus"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# Runs stoker at $1 ranks (1: without mpirun) with the remaining arguments.
+stoker_at() {
+  local np=$1; shift
+  if [ "$np" = 1 ]; then "$STOKER" "$@"; else $MPIRUN -np "$np" "$STOKER" "$@"; fi
+}
+
+# --help of each subcommand explains it and exits 0.
+for sub in synth inspect verify; do
+  "$STOKER" "$sub" --help > "$work/help.txt" || fail "$sub --help exited non-zero"
+  grep -q -- "--help" "$work/help.txt" || fail "$sub --help printed no options"
+done
+grep -q -- "--json" <("$STOKER" inspect --help) || fail "inspect --help does not explain --json"
+grep -q -- "--json" <("$STOKER" verify --help) || fail "verify --help does not explain --json"
+
+"$STOKER" synth "$corpus" --dataset web:120K:300 --dataset code:30K:100 --files 3 --seed 7 \
+    > "$work/synth.log" 2>&1 || { cat "$work/synth.log"; fail "synth failed"; }
+
+for np in 1 2 4; do
+  stoker_at "$np" inspect "$corpus" --json > "$work/inspect.$np.json" \
+    || fail "inspect --json at $np ranks exited non-zero"
+  python3 - "$work/inspect.$np.json" <<'PY' || fail "inspect --json at $np ranks: wrong counts"
+import json, sys
+text = open(sys.argv[1]).read()
+assert text.count("\n") == 1, "expected one JSON line, got:\n" + text
+s = json.loads(text)
+ds = s["datasets"]
+assert sorted(ds) == ["code", "web"], sorted(ds)
+assert ds["web"]["tokens"] == 120_000 and ds["code"]["tokens"] == 30_000, ds
+assert ds["web"]["files"] == 3 and ds["code"]["files"] == 3, ds
+assert s["total_tokens"] == 150_000 and s["total_files"] == 6, s
+assert s["total_docs"] == ds["web"]["docs"] + ds["code"]["docs"] > 0, s
+assert len(s["fingerprint"]) == 32 and s["root"].endswith("/corpus"), s
+for name, d in ds.items():
+    assert d["dtype"] == "uint16", d
+    L = d["doc_length"]
+    assert 0 <= L["min"] <= L["p50"] <= L["p90"] <= L["p99"] <= L["max"], (name, L)
+    # Every token belongs to one document: the mean length is tokens / docs exactly.
+    assert abs(L["mean"] - d["tokens"] / d["docs"]) < 1e-6 * L["mean"], (name, L, d)
+# Means near what was asked (log-normal lengths, so loosely).
+assert 150 < ds["web"]["doc_length"]["mean"] < 600, ds["web"]
+assert 50 < ds["code"]["doc_length"]["mean"] < 200, ds["code"]
+PY
+done
+cmp -s "$work/inspect.1.json" "$work/inspect.2.json" || fail "inspect differs at 1 and 2 ranks"
+cmp -s "$work/inspect.1.json" "$work/inspect.4.json" || fail "inspect differs at 1 and 4 ranks"
+
+# The table: thousands separators, both datasets, the fingerprint, printed once.
+stoker_at 2 inspect "$corpus" > "$work/table.txt" || fail "inspect at 2 ranks exited non-zero"
+grep -q "120,000" "$work/table.txt" || fail "table lacks 120,000: $(cat "$work/table.txt")"
+[ "$(grep -c '^web ' "$work/table.txt")" = 1 ] || fail "table shows web not once"
+[ "$(grep -c '^fingerprint ' "$work/table.txt")" = 1 ] || fail "table shows the fingerprint not once"
+
+for np in 1 2 4; do
+  stoker_at "$np" verify "$corpus" > "$work/verify.txt" 2>&1 \
+    || { cat "$work/verify.txt"; fail "verify of a clean corpus at $np ranks exited non-zero"; }
+  [ "$(grep -c '^OK: 2 datasets, 6 files, .* 150,000 tokens checked in' "$work/verify.txt")" = 1 ] \
+    || fail "verify at $np ranks did not print OK once: $(cat "$work/verify.txt")"
+done
+
+# Break one shard: cut it to half its size.
+victim="$corpus/web/part-00001.h5"
+[ -f "$victim" ] || fail "synth did not write $victim: $(find "$corpus" -type f)"
+truncate -s $(( $(stat -c %s "$victim") / 2 )) "$victim"
+
+for np in 1 2 4; do
+  rc=0
+  stoker_at "$np" verify "$corpus" > "$work/verify.txt" 2> "$work/verify.err" || rc=$?
+  [ "$rc" = 1 ] || fail "verify of a broken corpus at $np ranks exited $rc, not 1"
+  [ "$(grep -c '^web/part-00001.h5: .*truncated' "$work/verify.txt")" = 1 ] \
+    || fail "verify at $np ranks did not name the truncated file once: $(cat "$work/verify.txt")"
+  [ "$(grep -c '^FAILED: 1 problem in 1 of 6 files' "$work/verify.txt")" = 1 ] \
+    || fail "verify at $np ranks: no FAILED summary: $(cat "$work/verify.txt")"
+  ! grep -q "HDF5-DIAG" "$work/verify.txt" "$work/verify.err" || fail "HDF5 printed its stack"
+done
+
+rc=0
+stoker_at 2 verify "$corpus" --json > "$work/verify.json" || rc=$?
+[ "$rc" = 1 ] || fail "verify --json of a broken corpus exited $rc, not 1"
+python3 - "$work/verify.json" <<'PY' || fail "verify --json: wrong report: $(cat "$work/verify.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["ok"] is False and r["files"] == 6 and r["files_read"] == 5, r
+[p] = r["problems"]
+assert p["file"] == "web/part-00001.h5" and p["object"] == "" and p["index"] is None, p
+assert "truncated" in p["message"], p
+PY
+
+rc=0
+stoker_at 2 inspect "$corpus" > "$work/inspect.txt" 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "inspect of a broken corpus exited 0"
+[ "$(grep -c 'web/part-00001.h5' "$work/inspect.txt")" = 1 ] \
+  || fail "inspect did not name the broken file once: $(cat "$work/inspect.txt")"
+
+echo "synth_inspect_verify: all checks passed"

@@ -1,0 +1,137 @@
+#include "common/test_support.h"
+
+#include <hdf5.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <stdexcept>
+
+namespace stoker::testing {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string MakeTempFolder() {
+  const char* base = std::getenv("TMPDIR");
+  std::string templ = std::string(base != nullptr ? base : "/tmp") + "/stoker-test-XXXXXX";
+  if (::mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  return templ;
+}
+
+hid_t TypeFor(const std::string& name) {
+  if (name == "uint8") return H5T_STD_U8LE;
+  if (name == "int8") return H5T_STD_I8LE;
+  if (name == "uint16") return H5T_STD_U16LE;
+  if (name == "int16") return H5T_STD_I16LE;
+  if (name == "uint32") return H5T_STD_U32LE;
+  if (name == "int32") return H5T_STD_I32LE;
+  if (name == "uint64") return H5T_STD_U64LE;
+  if (name == "int64") return H5T_STD_I64LE;
+  if (name == "uint16be") return H5T_STD_U16BE;
+  if (name == "float32") return H5T_IEEE_F32LE;
+  if (name == "float64") return H5T_IEEE_F64LE;
+  throw std::invalid_argument("no HDF5 type for " + name);
+}
+
+void Require(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error("WriteRawShard: " + what);
+}
+
+void WriteArray(hid_t file, const char* name, const RawArray& array) {
+  std::vector<hsize_t> dims(array.dims.begin(), array.dims.end());
+  if (dims.empty()) dims.push_back(array.values.size());
+  const hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+  const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  if (array.chunked) {
+    std::vector<hsize_t> chunk(dims.size(), 1);
+    chunk.back() = std::max<hsize_t>(1, std::min<hsize_t>(dims.back(), 1 << 18));
+    H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data());
+  }
+  const hid_t dset =
+      H5Dcreate2(file, name, TypeFor(array.type), space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  Require(dset >= 0, std::string("create ") + name);
+  if (!array.values.empty()) {
+    Require(H5Dwrite(dset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                     array.values.data()) >= 0,
+            std::string("write ") + name);
+  }
+  H5Dclose(dset);
+  H5Pclose(dcpl);
+  H5Sclose(space);
+}
+
+}  // namespace
+
+TempDir::TempDir() : path_(MakeTempFolder()) {}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+SharedTempDir::SharedTempDir(MPI_Comm comm) : comm_(comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm_, &rank);
+  char buffer[4096] = {};
+  if (rank == 0) path_ = MakeTempFolder();
+  path_.copy(buffer, sizeof(buffer) - 1);
+  MPI_Bcast(buffer, sizeof(buffer), MPI_CHAR, 0, comm_);
+  path_ = buffer;
+}
+
+SharedTempDir::~SharedTempDir() {
+  MPI_Barrier(comm_);
+  int rank = 0;
+  MPI_Comm_rank(comm_, &rank);
+  if (rank == 0) {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+}
+
+std::vector<int64_t> OffsetsFor(const std::vector<uint64_t>& lengths) {
+  std::vector<int64_t> offsets = {0};
+  for (uint64_t n : lengths) offsets.push_back(offsets.back() + static_cast<int64_t>(n));
+  return offsets;
+}
+
+void WriteTestShard(const std::string& path, const std::vector<std::vector<uint64_t>>& docs,
+                    TokenType type, const ShardAttributes& attributes) {
+  std::vector<uint64_t> offsets = {0};
+  std::vector<uint64_t> tokens;
+  for (const auto& doc : docs) {
+    tokens.insert(tokens.end(), doc.begin(), doc.end());
+    offsets.push_back(tokens.size());
+  }
+  WriteShard(path, type, offsets, tokens, attributes);
+}
+
+void WriteRawShard(const std::string& path, const RawShard& shard) {
+  fs::create_directories(fs::path(path).parent_path());
+  const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  Require(file >= 0, "create " + path);
+  if (shard.tokens) WriteArray(file, "tokens", *shard.tokens);
+  if (shard.doc_offsets) WriteArray(file, "doc_offsets", *shard.doc_offsets);
+  for (const auto& [name, value] : shard.int_attributes) {
+    const hid_t space = H5Screate(H5S_SCALAR);
+    const hid_t attr = H5Acreate2(file, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT,
+                                  H5P_DEFAULT);
+    H5Awrite(attr, H5T_NATIVE_INT64, &value);
+    H5Aclose(attr);
+    H5Sclose(space);
+  }
+  for (const auto& [name, value] : shard.string_attributes) {
+    const hid_t space = H5Screate(H5S_SCALAR);
+    const hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, std::max<size_t>(1, value.size()));
+    const hid_t attr = H5Acreate2(file, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(attr, type, value.c_str());
+    H5Aclose(attr);
+    H5Tclose(type);
+    H5Sclose(space);
+  }
+  Require(H5Fclose(file) >= 0, "close " + path);
+}
+
+}  // namespace stoker::testing

@@ -1,0 +1,369 @@
+// Collective corpus discovery (DiscoverCorpus): every rank gets the same table at every world size,
+// with exactly the content the files hold; the fingerprint depends on the content, not the place
+// or the number of ranks; a bad file or a missing root makes every rank throw the same error
+// together; hidden folders, stray files and non-.h5 files are not shards.
+//
+// Registered at 1, 2 and 4 ranks. EXPECT (not ASSERT) around collectives, so that a failure on one
+// rank cannot leave the others waiting.
+#include "io/discovery.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/test_support.h"
+#include "core/random.h"
+#include "core/token_type.h"
+#include "io/token_reader.h"
+#include "mpi/comm.h"
+#include "stoker/corpus.h"
+#include "stoker/error.h"
+
+namespace stoker {
+namespace {
+
+namespace fs = std::filesystem;
+using stoker::testing::SharedTempDir;
+using stoker::testing::WriteTestShard;
+
+struct FileSpec {
+  std::string rel;
+  TokenType type;
+  ShardAttributes attributes;
+  std::vector<std::vector<uint64_t>> docs;
+};
+
+// 3 datasets, 23 shards, listed in the order discovery must give: datasets by name, shards by
+// relative path compared as bytes ('-' < '.' < '/' < digits), nested folders included.
+std::vector<FileSpec> CorpusSpec() {
+  const ShardAttributes bpe{.vocab_size = 100000, .eos_id = 2, .bos_id = 1, .tokenizer = "bpe"};
+  const ShardAttributes plain;
+  std::vector<FileSpec> files = {
+      {"books/only.h5", TokenType::kUint32, bpe, {}},  // a dataset of one shard
+      {"code/a-b.h5", TokenType::kInt64, plain, {}},
+      {"code/a/x/part-0.h5", TokenType::kUint16, {.vocab_size = 65536}, {}},
+      {"code/a/x/part-1.h5", TokenType::kInt32, plain, {}},
+      {"code/a/x/part-10.h5", TokenType::kUint16, plain, {}},
+      {"code/a/y.h5", TokenType::kUint8, {.eos_id = 0}, {}},
+      {"code/b/part-0.h5", TokenType::kUint64, plain, {}},
+      {"code/b/part-1.h5", TokenType::kInt16, plain, {}},
+      {"code/z.h5", TokenType::kInt8, {.tokenizer = "chars"}, {}},
+      {"web/2023-extra.h5", TokenType::kUint32, plain, {}},
+  };
+  for (int i = 0; i < 7; ++i) {
+    files.push_back({fmt::format("web/2023/part-{:02}.h5", i), TokenType::kUint16, bpe, {}});
+  }
+  for (int i = 0; i < 5; ++i) {
+    files.push_back({fmt::format("web/2024/part-{:02}.h5", i), TokenType::kUint32, bpe, {}});
+  }
+  files.push_back({"web/top.h5", TokenType::kUint16, plain, {}});
+  for (size_t f = 0; f < files.size(); ++f) {
+    CounterRng rng(DeriveKey(7, "discovery-test", f));
+    const uint64_t n_docs = 1 + rng.NextBelow(6);
+    for (uint64_t d = 0; d < n_docs; ++d) {
+      std::vector<uint64_t> doc(rng.NextBelow(60));
+      for (auto& id : doc) id = rng.NextBelow(100);
+      files[f].docs.push_back(std::move(doc));
+    }
+  }
+  files[0].docs.insert(files[0].docs.begin() + 1, std::vector<uint64_t>{});  // an empty document
+  files[12].docs.push_back({});
+  return files;
+}
+
+// Collective: rank 0 runs `make`, and every rank fails if it failed.
+void OnRankZero(const mpi::Comm& comm, const std::function<void()>& make) {
+  mpi::FailTogether(comm, [&] {
+    if (comm.rank() == 0) make();
+  });
+}
+
+void WriteCorpus(const std::string& root, const std::vector<FileSpec>& files) {
+  for (size_t i = files.size(); i-- > 0;) {  // reverse order: creation order must not matter
+    WriteTestShard(root + "/" + files[i].rel, files[i].docs, files[i].type, files[i].attributes);
+  }
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+// Every field of the table, readable, for comparing across ranks.
+std::string Serialize(const CorpusTable& table) {
+  std::string out = fmt::format("root={} fingerprint={}\n", table.root, table.fingerprint);
+  for (const auto& d : table.datasets) {
+    out += fmt::format("dataset {} first={} n={} docs={} tokens={}\n", d.name, d.first_shard,
+                       d.num_shards, d.docs, d.tokens);
+  }
+  for (const auto& s : table.shards) {
+    out += fmt::format(
+        "shard {} ds={} bytes={} docs={} tokens={} type={} signed={} tok@{}:{} off@{}:{} "
+        "vocab={} eos={} bos={} tokenizer={}\n",
+        s.path, s.dataset, s.file_bytes, s.docs, s.tokens, TokenTypeName(s.token_type),
+        s.offsets_signed, s.tokens_at.direct, s.tokens_at.byte_offset, s.offsets_at.direct,
+        s.offsets_at.byte_offset, s.vocab_size.value_or(-1), s.eos_id.value_or(-1),
+        s.bos_id.value_or(-1), s.tokenizer.value_or("-"));
+  }
+  return out;
+}
+
+// Collective: the same serialized table on every rank.
+void ExpectSameOnEveryRank(const mpi::Comm& comm, const std::string& text) {
+  const std::vector<std::string> all = comm.AllGather(text);
+  for (int r = 1; r < comm.size(); ++r) {
+    EXPECT_EQ(all[r], all[0]) << "rank " << r << " differs from rank 0";
+  }
+}
+
+// The table the spec describes. Byte offsets come from `found` (they are checked by reading).
+CorpusTable ExpectedTable(const std::string& root, const std::vector<FileSpec>& files,
+                          const CorpusTable& found) {
+  CorpusTable table{.root = root};
+  for (size_t i = 0; i < files.size(); ++i) {
+    const FileSpec& f = files[i];
+    const std::string name = f.rel.substr(0, f.rel.find('/'));
+    if (table.datasets.empty() || table.datasets.back().name != name) {
+      table.datasets.push_back({.name = name, .first_shard = static_cast<uint32_t>(i)});
+    }
+    DatasetInfo& d = table.datasets.back();
+    ShardInfo s{.path = f.rel, .dataset = static_cast<uint32_t>(table.datasets.size() - 1)};
+    s.file_bytes = fs::file_size(root + "/" + f.rel);
+    s.docs = f.docs.size();
+    for (const auto& doc : f.docs) s.tokens += doc.size();
+    s.token_type = f.type;
+    s.vocab_size = f.attributes.vocab_size;
+    s.eos_id = f.attributes.eos_id;
+    s.bos_id = f.attributes.bos_id;
+    s.tokenizer = f.attributes.tokenizer;
+    if (i < found.shards.size()) {
+      s.tokens_at = found.shards[i].tokens_at;
+      s.offsets_at = found.shards[i].offsets_at;
+    }
+    ++d.num_shards;
+    d.docs += s.docs;
+    d.tokens += s.tokens;
+    table.shards.push_back(std::move(s));
+  }
+  return table;
+}
+
+// Reads every shard of `table` back and compares it with the spec.
+void ExpectTokensReadBack(const CorpusTable& table, const std::vector<FileSpec>& files) {
+  for (size_t i = 0; i < std::min(files.size(), table.shards.size()); ++i) {
+    const ShardInfo& s = table.shards[i];
+    EXPECT_TRUE(s.offsets_at.direct) << s.path;
+    EXPECT_EQ(s.tokens_at.direct, s.tokens > 0) << s.path;
+    ShardReader reader(table.root, s);
+    std::vector<uint64_t> offsets(s.docs + 1);
+    reader.ReadOffsets(0, offsets.size(), offsets.data());
+    std::vector<int64_t> tokens(s.tokens);
+    std::vector<char> scratch;
+    reader.ReadTokens(0, s.tokens, tokens.data(), &scratch);
+    std::vector<uint64_t> want_offsets = {0};
+    std::vector<int64_t> want_tokens;
+    for (const auto& doc : files[i].docs) {
+      want_tokens.insert(want_tokens.end(), doc.begin(), doc.end());
+      want_offsets.push_back(want_tokens.size());
+    }
+    EXPECT_EQ(offsets, want_offsets) << s.path;
+    EXPECT_EQ(tokens, want_tokens) << s.path;
+  }
+}
+
+class DiscoveryTest : public ::testing::Test {
+ protected:
+  mpi::Comm comm_{MPI_COMM_WORLD};
+  SharedTempDir dir_{MPI_COMM_WORLD};
+};
+
+TEST_F(DiscoveryTest, SameTableOnEveryRankWithTheExpectedContent) {
+  const std::vector<FileSpec> files = CorpusSpec();
+  const std::string root = dir_ / "corpus";
+  OnRankZero(comm_, [&] { WriteCorpus(root, files); });
+
+  const CorpusTable table = DiscoverCorpus(comm_, root);
+  ExpectSameOnEveryRank(comm_, Serialize(table));
+
+  ASSERT_EQ(table.shards.size(), files.size());  // no collective below
+  for (size_t i = 0; i < files.size(); ++i) EXPECT_EQ(table.shards[i].path, files[i].rel);
+  EXPECT_EQ(table.datasets.size(), 3u);
+  CorpusTable expected = ExpectedTable(root, files, table);
+  const std::vector<DatasetInfo> expected_datasets = expected.datasets;
+  FinishTable(&expected);  // the fingerprint of the expected content
+  EXPECT_EQ(expected.datasets, expected_datasets);
+  EXPECT_EQ(Serialize(table), Serialize(expected));
+  EXPECT_EQ(table, expected);
+  EXPECT_EQ(table.datasets[0].name, "books");
+  EXPECT_EQ(table.datasets[0].num_shards, 1u);
+  EXPECT_EQ(table.datasets[1].first_shard, 1u);
+  EXPECT_EQ(table.datasets[2].first_shard, 9u);
+  EXPECT_EQ(table.datasets[2].num_shards, 14u);
+  uint64_t docs = 0, tokens = 0;
+  for (const auto& f : files) {
+    docs += f.docs.size();
+    for (const auto& doc : f.docs) tokens += doc.size();
+  }
+  EXPECT_EQ(table.total_docs(), docs);
+  EXPECT_EQ(table.total_tokens(), tokens);
+  EXPECT_EQ(table.fingerprint.size(), 32u);
+  ExpectTokensReadBack(table, files);
+}
+
+TEST_F(DiscoveryTest, FingerprintDependsOnContentNotOnPlaceOrWorldSize) {
+  const std::vector<FileSpec> files = CorpusSpec();
+  const std::string root = dir_ / "corpus";
+  const std::string copy = dir_ / "elsewhere/copy";
+  OnRankZero(comm_, [&] {
+    WriteCorpus(root, files);
+    fs::create_directories(fs::path(copy).parent_path());
+    fs::copy(root, copy, fs::copy_options::recursive);
+  });
+  const CorpusTable world = DiscoverCorpus(comm_, root);
+  // The same corpus discovered by this rank alone: what a run at one rank computes.
+  const CorpusTable alone = DiscoverCorpus(mpi::Comm(MPI_COMM_SELF), root);
+  EXPECT_EQ(world, alone);
+  EXPECT_EQ(world.fingerprint, alone.fingerprint);
+
+  const CorpusTable copied = DiscoverCorpus(comm_, copy);
+  EXPECT_EQ(copied.fingerprint, world.fingerprint);
+  EXPECT_EQ(copied.root, copy);
+  EXPECT_EQ(copied.shards, world.shards);
+  EXPECT_EQ(copied.datasets, world.datasets);
+
+  // One more token in one shard of the copy: another corpus.
+  OnRankZero(comm_, [&] {
+    std::vector<std::vector<uint64_t>> docs = files[5].docs;
+    docs.back().push_back(3);
+    fs::remove(copy + "/" + files[5].rel);
+    WriteTestShard(copy + "/" + files[5].rel, docs, files[5].type, files[5].attributes);
+  });
+  const CorpusTable changed = DiscoverCorpus(comm_, copy);
+  ExpectSameOnEveryRank(comm_, Serialize(changed));
+  EXPECT_NE(changed.fingerprint, world.fingerprint);
+  EXPECT_EQ(changed.shards[5].tokens, world.shards[5].tokens + 1);
+  // A renamed shard is another corpus too, even with the same bytes.
+  OnRankZero(comm_, [&] { fs::rename(copy + "/web/top.h5", copy + "/web/top2.h5"); });
+  const CorpusTable renamed = DiscoverCorpus(comm_, copy);
+  EXPECT_NE(renamed.fingerprint, changed.fingerprint);
+}
+
+// Every rank's error of one call, with what it said.
+struct Outcome {
+  std::string kind = "none";
+  std::string message;
+  bool collective = false;
+};
+
+Outcome Discover(const mpi::Comm& comm, const std::string& root) {
+  Outcome outcome;
+  try {
+    DiscoverCorpus(comm, root);
+  } catch (const ConfigError& e) {
+    outcome = {"ConfigError", e.what(), e.collective()};
+  } catch (const DataError& e) {
+    outcome = {"DataError", e.what(), e.collective()};
+  } catch (const Error& e) {
+    outcome = {"Error", e.what(), e.collective()};
+  }
+  return outcome;
+}
+
+void ExpectMentions(const std::string& message, const std::string& part) {
+  EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' is not in: " << message;
+}
+
+TEST_F(DiscoveryTest, BadFileFailsOnEveryRankTogether) {
+  // d/f-1.h5 is file 1: described by rank 1 at 2 and 4 ranks, never by rank 0 there.
+  // d/f-3.h5 (file 3: rank 1 at 2 ranks, rank 3 at 4) lacks /doc_offsets.
+  const std::string root = dir_ / "bad";
+  OnRankZero(comm_, [&] {
+    for (int i = 0; i < 8; ++i) {
+      if (i == 1 || i == 3) continue;
+      WriteTestShard(fmt::format("{}/d/f-{}.h5", root, i), {{1, 2, 3}});
+    }
+    WriteText(root + "/d/f-1.h5", "this is not an HDF5 file\n");
+    stoker::testing::RawShard raw;
+    raw.tokens = stoker::testing::RawArray{.values = {1, 2}};
+    stoker::testing::WriteRawShard(root + "/d/f-3.h5", raw);
+  });
+  const Outcome outcome = Discover(comm_, root);
+  EXPECT_EQ(outcome.kind, "DataError");
+  EXPECT_TRUE(outcome.collective);
+  ExpectMentions(outcome.message, "d/f-1.h5: not an HDF5 file");
+  ExpectMentions(outcome.message, "d/f-3.h5: /doc_offsets: missing dataset");
+  ExpectMentions(outcome.message, root);
+  ExpectSameOnEveryRank(comm_, outcome.kind + ": " + outcome.message);
+}
+
+TEST_F(DiscoveryTest, MissingRootFailsOnEveryRankTogether) {
+  const std::string missing = dir_ / "no-such-corpus";
+  const Outcome outcome = Discover(comm_, missing);
+  EXPECT_EQ(outcome.kind, "ConfigError");
+  EXPECT_TRUE(outcome.collective);
+  ExpectMentions(outcome.message, missing);
+  ExpectSameOnEveryRank(comm_, outcome.kind + ": " + outcome.message);
+
+  OnRankZero(comm_, [&] { WriteText(dir_ / "a-file", "x"); });
+  const Outcome file = Discover(comm_, dir_ / "a-file");
+  EXPECT_EQ(file.kind, "ConfigError");
+  EXPECT_TRUE(file.collective);
+  ExpectMentions(file.message, dir_ / "a-file");
+  ExpectSameOnEveryRank(comm_, file.kind + ": " + file.message);
+}
+
+TEST_F(DiscoveryTest, DatasetWithoutShardsFailsTogether) {
+  const std::string root = dir_ / "corpus";
+  OnRankZero(comm_, [&] {
+    WriteTestShard(root + "/full/a.h5", {{1}});
+    WriteText(root + "/empty/readme.txt", "no shards here");
+  });
+  const Outcome outcome = Discover(comm_, root);
+  EXPECT_EQ(outcome.kind, "DataError");
+  EXPECT_TRUE(outcome.collective);
+  ExpectMentions(outcome.message, "empty: dataset folder has no shards");
+  ExpectSameOnEveryRank(comm_, outcome.message);
+}
+
+TEST_F(DiscoveryTest, HiddenFoldersStrayAndNonShardFilesAreIgnored) {
+  const std::string root = dir_ / "corpus";
+  OnRankZero(comm_, [&] {
+    WriteTestShard(root + "/ds/a.h5", {{1, 2}});
+    WriteTestShard(root + "/ds/sub/b.h5", {{3}});
+    // None of these is a shard; each would make discovery fail if it were taken for one.
+    WriteText(root + "/.cache/ds2/junk.h5", "not HDF5");  // a hidden folder is no dataset
+    WriteText(root + "/stray.h5", "not HDF5");            // files in the root are not shards
+    WriteText(root + "/README.md", "a corpus");
+    WriteText(root + "/ds/notes.txt", "notes");
+    WriteText(root + "/ds/a.h5.tmp", "half-written");
+    WriteText(root + "/ds/sub/c.hdf5", "another extension");
+  });
+  const CorpusTable table = DiscoverCorpus(comm_, root);
+  ExpectSameOnEveryRank(comm_, Serialize(table));
+  ASSERT_EQ(table.datasets.size(), 1u);
+  EXPECT_EQ(table.datasets[0].name, "ds");
+  ASSERT_EQ(table.shards.size(), 2u);
+  EXPECT_EQ(table.shards[0].path, "ds/a.h5");
+  EXPECT_EQ(table.shards[1].path, "ds/sub/b.h5");
+}
+
+TEST_F(DiscoveryTest, HiddenFoldersInsideADatasetAreIgnored) {
+  const std::string root = dir_ / "corpus";
+  OnRankZero(comm_, [&] {
+    WriteTestShard(root + "/ds/a.h5", {{1, 2}});
+    WriteText(root + "/ds/.cache/junk.h5", "not HDF5");
+    WriteText(root + "/ds/sub/.partial/x.h5", "not HDF5");
+  });
+  const Outcome outcome = Discover(comm_, root);
+  EXPECT_EQ(outcome.kind, "none") << outcome.message;
+}
+
+}  // namespace
+}  // namespace stoker
