@@ -9,8 +9,9 @@
 //   discover  DiscoverCorpus on all ranks: barrier, then the time of the slowest rank;
 //   baseline  rank 0 alone listing the corpus and opening every file with HDF5 to describe /tokens
 //             and /doc_offsets: what a loader does when each rank reads all metadata itself.
-// Rank 0 prints one line per measurement: ranks, files, median and minimum seconds, and files per
-// second at the median.
+// Rank 0 prints one line per measurement: ranks, files, median and minimum seconds, files per
+// second and microseconds per file at the median, and the median's ratio to the baseline's median
+// from the same run (time / baseline time: below 1 is faster than the baseline).
 #include <fmt/format.h>
 #include <stdlib.h>
 
@@ -228,11 +229,13 @@ double Median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
-void PrintLine(const char* what, int ranks, uint64_t files, const std::vector<double>& seconds) {
+void PrintLine(const char* what, int ranks, uint64_t files, const std::vector<double>& seconds,
+               double baseline_median) {
   const double median = Median(seconds);
   const double fastest = *std::min_element(seconds.begin(), seconds.end());
-  std::printf("%-10s %6d %8llu %10.4f %10.4f %12.0f\n", what, ranks,
-              static_cast<unsigned long long>(files), median, fastest, files / median);
+  std::printf("%-10s %6d %8llu %10.4f %10.4f %12.0f %12.1f %12.2f\n", what, ranks,
+              static_cast<unsigned long long>(files), median, fastest, files / median,
+              median / files * 1e6, median / baseline_median);
 }
 
 void Run(const mpi::Comm& comm, const Options& options) {
@@ -240,8 +243,8 @@ void Run(const mpi::Comm& comm, const Options& options) {
   if (comm.rank() == 0) {
     std::printf("# bench_discovery: %d ranks, %d timed runs each, corpora in %s\n", comm.size(),
                 options.repeat, dir.c_str());
-    std::printf("%-10s %6s %8s %10s %10s %12s\n", "measure", "ranks", "files", "median_s", "min_s",
-                "files_per_s");
+    std::printf("%-10s %6s %8s %10s %10s %12s %12s %12s\n", "measure", "ranks", "files", "median_s",
+                "min_s", "files_per_s", "us_per_file", "x_baseline");
   }
   for (uint64_t files : options.files) {
     const std::string root = fmt::format("{}/corpus-{}", dir, files);
@@ -250,8 +253,9 @@ void Run(const mpi::Comm& comm, const Options& options) {
     });
     const Timings timings = Measure(comm, root, files, options.repeat);
     if (comm.rank() == 0) {
-      PrintLine("discover", comm.size(), files, timings.discover);
-      PrintLine("baseline", 1, files, timings.baseline);
+      const double baseline = Median(timings.baseline);
+      PrintLine("discover", comm.size(), files, timings.discover, baseline);
+      PrintLine("baseline", 1, files, timings.baseline, baseline);
       std::fflush(stdout);
     }
   }

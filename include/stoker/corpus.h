@@ -16,10 +16,9 @@
 #include <string>
 #include <vector>
 
-namespace stoker {
+#include "stoker/token_type.h"
 
-// The integer type a shard stores its tokens in.
-enum class TokenType : uint8_t { kUint8, kInt8, kUint16, kInt16, kUint32, kInt32, kUint64, kInt64 };
+namespace stoker {
 
 // Where an array of a shard lies. When `direct` is true the array is stored contiguously,
 // unfiltered and little-endian at `byte_offset` in the file, and may be read with pread.
@@ -30,11 +29,11 @@ struct ArrayLocation {
 };
 
 struct ShardInfo {
-  std::string path;        // relative to the corpus root, e.g. "web/2024/part-00003.h5"
-  uint32_t dataset = 0;    // index into CorpusTable::datasets
+  std::string path;      // relative to the corpus root, e.g. "web/2024/part-00003.h5"
+  uint32_t dataset = 0;  // index into CorpusTable::datasets
   uint64_t file_bytes = 0;
-  uint64_t docs = 0;       // documents: length of /doc_offsets minus one
-  uint64_t tokens = 0;     // length of /tokens
+  uint64_t docs = 0;    // documents: length of /doc_offsets minus one
+  uint64_t tokens = 0;  // length of /tokens
   TokenType token_type = TokenType::kUint32;
   bool offsets_signed = false;  // /doc_offsets is int64 rather than uint64
   ArrayLocation tokens_at;
@@ -93,7 +92,5 @@ CorpusScan ScanCorpus(MPI_Comm comm, const std::string& root);
 
 // Collective over `comm`. Like ScanCorpus, but any problem makes every rank throw DataError.
 CorpusTable DiscoverCorpus(MPI_Comm comm, const std::string& root);
-
-const char* TokenTypeName(TokenType type);
 
 }  // namespace stoker

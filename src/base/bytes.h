@@ -1,6 +1,9 @@
 // ByteWriter / ByteReader: a minimal, explicit binary encoding for values that cross ranks
-// (broadcasts and all-gathers of tables). Little-endian fixed-width integers and length-prefixed
-// strings. Not a file format: both ends are the same build of stoker.
+// (broadcasts and all-gathers of tables): fixed-width integers in the host's native byte order,
+// and length-prefixed strings. Not a file format: both ends are the same build of stoker on
+// hosts of the same byte order (stoker supports little-endian hosts only, docs/format.md).
+//
+// Plain values, not thread safe; no MPI, no I/O.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +19,7 @@ namespace stoker {
 class ByteWriter {
  public:
   template <typename T>
-    requires std::is_arithmetic_v<T>
+  requires std::is_arithmetic_v<T>
   void Put(T value) {
     const auto* p = reinterpret_cast<const char*>(&value);
     bytes_.append(p, sizeof(T));
@@ -37,8 +40,7 @@ class ByteReader {
   explicit ByteReader(std::string_view bytes) : bytes_(bytes) {}
 
   template <typename T>
-    requires std::is_arithmetic_v<T>
-  T Get() {
+  requires std::is_arithmetic_v<T> T Get() {
     STOKER_ASSERT(pos_ + sizeof(T) <= bytes_.size(), "byte stream ends early");
     T value;
     std::memcpy(&value, bytes_.data() + pos_, sizeof(T));

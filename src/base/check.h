@@ -7,11 +7,27 @@
 // STOKER_ASSERT(cond, fmt, args...) guards stoker's own invariants and throws InternalError with
 // the source location. It is never compiled out: the checks are cheap and a silent corruption of
 // a training run costs more than a branch.
+//
+// ThrowConfigProblems is how a Validate() reports every problem of a configuration at once.
+// Everything here is thread safe (nothing is shared).
 #pragma once
 
 #include <fmt/format.h>
 
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "stoker/error.h"
+
+namespace stoker {
+
+// Throws one ConfigError: `title`, then one "  - problem" line per problem. For Validate()
+// methods that collect every problem before reporting: call it when `problems` is not empty.
+[[noreturn]] void ThrowConfigProblems(std::string_view title,
+                                      const std::vector<std::string>& problems);
+
+}  // namespace stoker
 
 namespace stoker::internal {
 
@@ -27,10 +43,10 @@ namespace stoker::internal {
     }                                                   \
   } while (false)
 
-#define STOKER_ASSERT(cond, ...)                                              \
-  do {                                                                        \
-    if (!(cond)) [[unlikely]] {                                               \
-      ::stoker::internal::ThrowAssertion(#cond, __FILE__, __LINE__,           \
-                                         ::fmt::format("" __VA_ARGS__));      \
-    }                                                                         \
+#define STOKER_ASSERT(cond, ...)                                         \
+  do {                                                                   \
+    if (!(cond)) [[unlikely]] {                                          \
+      ::stoker::internal::ThrowAssertion(#cond, __FILE__, __LINE__,      \
+                                         ::fmt::format("" __VA_ARGS__)); \
+    }                                                                    \
   } while (false)

@@ -23,5 +23,6 @@ Command SetupSynth(CLI::App& app);
 Command SetupPack(CLI::App& app);
 Command SetupVerify(CLI::App& app);
 Command SetupInspect(CLI::App& app);
+Command SetupRun(CLI::App& app);
 
 }  // namespace stoker::cli

@@ -76,9 +76,10 @@ Command SetupInspect(CLI::App& app) {
                   "Corpus folder: one subfolder per dataset, *.h5 shards below each")
       ->required();
   sub->add_flag("--json", args->json,
-                "Print one JSON object instead of the table: root, fingerprint, total_files, "
-                "total_docs, total_tokens, dtype, doc_length {min, mean, p50, p90, p99, max}, "
-                "and datasets: NAME -> {files, docs, tokens, dtype, doc_length}");
+                "Print one JSON object instead of the table: kind (\"corpus\": what PATH "
+                "is), root, fingerprint, total_files, total_docs, total_tokens, dtype, "
+                "doc_length {min, mean, p50, p90, p99, max}, and datasets: NAME -> {files, "
+                "docs, tokens, dtype, doc_length}");
   return {sub, [args](const mpi::Comm& world) { return RunInspect(*args, world); }};
 }
 

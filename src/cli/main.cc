@@ -23,14 +23,14 @@ int Run(stoker::cli::Runner& run, const stoker::mpi::Comm& world) {
     if (!e.collective()) {
       spdlog::error("{}", e.what());
       spdlog::default_logger()->flush();
-      MPI_Abort(MPI_COMM_WORLD, 1);
+      stoker::mpi::Abort(1);
     }
     if (world.rank() == 0) spdlog::error("{}", e.what());
     return 1;
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     spdlog::default_logger()->flush();
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    stoker::mpi::Abort(1);
   }
   return 1;
 }
@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
     app.add_flag("-q,--quiet", quiet, "Log warnings and errors only");
     std::vector<stoker::cli::Command> commands = {
         stoker::cli::SetupSynth(app), stoker::cli::SetupPack(app),
-        stoker::cli::SetupVerify(app), stoker::cli::SetupInspect(app)};
+        stoker::cli::SetupVerify(app), stoker::cli::SetupInspect(app),
+        stoker::cli::SetupRun(app)};
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -19,16 +19,16 @@ namespace {
 const std::map<std::string, PackFormat> kFormats = {
     {"auto", PackFormat::kAuto}, {"jsonl", PackFormat::kJsonl}, {"text", PackFormat::kText}};
 
-struct PackOptions {
-  PackSpec spec;
-  std::string format = "auto";  // a key of kFormats
-  uint64_t vocab_size = 0;      // 0: not given
-};
+// The name of `format` in kFormats, for the help's default.
+std::string FormatName(PackFormat format) {
+  for (const auto& [name, value] : kFormats) {
+    if (value == format) return name;
+  }
+  return "?";
+}
 
-int RunPack(const PackOptions& options, const mpi::Comm& world) {
-  PackSpec spec = options.spec;
-  spec.format = kFormats.at(options.format);
-  if (options.vocab_size != 0) spec.vocab_size = options.vocab_size;
+// `spec` is a copy: the progress callback set here lives only as long as this run.
+int RunPack(PackSpec spec, const mpi::Comm& world) {
   std::optional<Progress> progress;
   spec.on_progress = [&](uint64_t done, uint64_t total) {
     if (!progress) progress.emplace("pack", total, world.rank() == 0);
@@ -50,8 +50,8 @@ int RunPack(const PackOptions& options, const mpi::Comm& world) {
 }  // namespace
 
 Command SetupPack(CLI::App& app) {
-  auto options = std::make_shared<PackOptions>();
-  PackSpec& spec = options->spec;
+  auto options = std::make_shared<PackSpec>();
+  PackSpec& spec = *options;
   CLI::App* sub = app.add_subcommand(
       "pack",
       "Pack jsonl or text files into one dataset folder of shards, DIR/NAME/part-RRRRR-KKKKK.h5 "
@@ -67,11 +67,12 @@ Command SetupPack(CLI::App& app) {
   sub->add_option("--out", spec.out,
                   "Dataset folder DIR/NAME to write; must be empty or missing unless --force")
       ->required();
-  sub->add_option("--format", options->format,
+  sub->add_option("--format", spec.format,
                   "auto: .jsonl and .json files as jsonl, any other file as text; jsonl: every "
                   "input is jsonl; text: every input is one document")
-      ->check(CLI::IsMember(kFormats))
-      ->capture_default_str();
+      ->transform(CLI::CheckedTransformer(kFormats).description(""))
+      ->transform(CLI::IsMember(kFormats))  // runs first: the names only, not the enum's numbers
+      ->default_str(FormatName(spec.format));
   sub->add_option("--field", spec.field, "The jsonl field holding each document")
       ->capture_default_str();
   sub->add_option("--shard-tokens", spec.shard_tokens,
@@ -82,9 +83,10 @@ Command SetupPack(CLI::App& app) {
           std::map<std::string, uint64_t>{{"K", 1000}, {"M", 1000000}, {"G", 1000000000}},
           CLI::AsNumberWithUnit::CASE_SENSITIVE))
       ->capture_default_str();
-  sub->add_option("--vocab-size", options->vocab_size,
-                  "For token-id arrays: ids must be below it, and shards record it as vocab_size "
-                  "(default: not recorded; each shard's token type fits its largest id)")
+  sub->add_option("--vocab-size", spec.vocab_size,
+                  "For token-id arrays, at most 2^63 - 1: ids must be below it, and shards record "
+                  "it as vocab_size and use the narrowest type for it (default: not recorded; "
+                  "each shard's token type fits its largest id)")
       ->check(CLI::PositiveNumber);
   sub->add_flag("--force", spec.force,
                 "Write into a non-empty --out, removing its old part-*.h5 shards first");

@@ -22,11 +22,22 @@ std::string Duration(double seconds) {
 
 }  // namespace
 
-Progress::Progress(std::string label, uint64_t total_bytes, bool enabled)
+ProgressOutput ProgressOutput::Detect() {
+  ProgressOutput output;
+  if (::isatty(STDERR_FILENO) == 1) {
+    output.terminal = stderr;
+  } else if (::isatty(STDOUT_FILENO) == 1) {
+    output.terminal = stdout;
+  }
+  output.interval = output.terminal != nullptr ? kTerminalInterval : kLogInterval;
+  return output;
+}
+
+Progress::Progress(std::string label, uint64_t total_bytes, bool enabled, ProgressOutput output)
     : label_(std::move(label)),
       total_(total_bytes),
       enabled_(enabled),
-      terminal_(enabled && ::isatty(STDERR_FILENO) == 1),
+      output_(std::move(output)),
       start_(Clock::now()),
       last_print_(start_) {}
 
@@ -36,7 +47,7 @@ void Progress::Update(uint64_t done_bytes) {
   done_ = done_bytes;
   if (!enabled_ || finished_) return;
   const auto now = Clock::now();
-  if (now - last_print_ < (terminal_ ? kTerminalInterval : kLogInterval)) return;
+  if (now - last_print_ < output_.interval) return;
   last_print_ = now;
   Print(false);
 }
@@ -45,7 +56,7 @@ void Progress::Finish() {
   if (!enabled_ || finished_) return;
   finished_ = true;
   // A log gets no final line (the command's summary follows); a terminal gets its bar completed.
-  if (terminal_ && drawn_) Print(true);
+  if (output_.terminal != nullptr && drawn_) Print(true);
 }
 
 std::string Progress::Line(double seconds) const {
@@ -56,7 +67,7 @@ std::string Progress::Line(double seconds) const {
   const double left = rate > 0 ? (total_ - std::min(done_, total_)) / 1e6 / rate : 0;
   std::string text = fmt::format("{}: {:5.1f}% {:.1f}/{:.1f} MB, {:.1f} MB/s, ETA {}", label_,
                                  100 * fraction, mb, total_ / 1e6, rate, Duration(left));
-  if (!terminal_) return text;
+  if (output_.terminal == nullptr) return text;
   const int filled = static_cast<int>(fraction * kBarWidth);
   return fmt::format("[{}{}] {}", std::string(filled, '#'), std::string(kBarWidth - filled, ' '),
                      text);
@@ -64,13 +75,17 @@ std::string Progress::Line(double seconds) const {
 
 void Progress::Print(bool final) {
   const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
-  if (!terminal_) {
-    spdlog::info("{}", Line(seconds));
+  if (output_.terminal == nullptr) {
+    if (output_.log) {
+      output_.log(Line(seconds));
+    } else {
+      spdlog::info("{}", Line(seconds));
+    }
     return;
   }
   // Pad to wipe a longer previous line; the final draw ends the line.
-  std::fprintf(stderr, "\r%-100s%s", Line(seconds).c_str(), final ? "\n" : "");
-  std::fflush(stderr);
+  std::fprintf(output_.terminal, "\r%-100s%s", Line(seconds).c_str(), final ? "\n" : "");
+  std::fflush(output_.terminal);
   drawn_ = true;
 }
 

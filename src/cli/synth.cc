@@ -49,25 +49,29 @@ Command SetupSynth(CLI::App& app) {
       "eos_id = vocab-1. The same arguments write the same bytes, whatever the number of "
       "ranks; under mpirun the ranks write different files in parallel.");
   sub->add_option("out", spec.out, "Corpus folder to write (created if missing)")->required();
+  // One value per --dataset, so that OUT may follow it; repeated --dataset add up.
   sub->add_option("--dataset", options->datasets,
                   "A dataset as NAME:TOKENS[:MEAN_DOC_LEN]: folder name, total tokens (suffixes "
                   "K, M, G = 10^3, 10^6, 10^9) and mean document length in tokens (default "
-                  "1000). Repeat for several datasets.")
+                  "1000). Repeat --dataset for several datasets.")
       ->required()
-      ->take_all();
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("--files", spec.files, "Shard files per dataset; tokens are split evenly")
       ->capture_default_str();
   sub->add_option("--seed", spec.seed, "Seed of every random stream")->capture_default_str();
   sub->add_option("--vocab", spec.vocab,
-                  "Vocabulary size: token ids in [0, vocab-1), eos_id = vocab-1; uint16 tokens "
-                  "up to 65536, uint32 above")
+                  "Vocabulary size, at most 2^63 - 1: token ids in [0, vocab-1), eos_id = "
+                  "vocab-1; tokens stored as uint16 up to 65536, uint32 up to 2^32, uint64 above")
       ->capture_default_str();
   sub->add_flag("--unique-tokens", spec.unique_tokens,
                 "Make every token its position in the corpus (all values distinct; for tests "
                 "that count tokens). vocab_size becomes total tokens + 1, eos_id total tokens");
   sub->add_flag("--force", spec.force,
-                "Write into OUT even if it already holds shards (overwrites only the files "
-                "synth writes)");
+                "Write into OUT even if it already holds shards: first removes the part-*.h5 "
+                "files of the dataset folders this run writes (none is left from an earlier "
+                "run); shards anywhere else in OUT are refused, forced or not");
   return {sub, [options](const mpi::Comm& world) { return RunSynth(*options, world); }};
 }
 

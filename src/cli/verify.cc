@@ -78,8 +78,10 @@ Command SetupVerify(CLI::App& app) {
       ->required();
   sub->add_flag("--json", args->json,
                 "Print the report as one JSON object instead: root, ok, counts (datasets, "
-                "files, documents, tokens), seconds, and problems as a list of {file, object, "
-                "index, message} (index is null where none applies)");
+                "files, files_read: files that passed the metadata checks and were read in "
+                "full, files_with_problems, documents, tokens), seconds, and problems as a list "
+                "of {file, object, index, message, text} (index is null where none applies; "
+                "text is the problem's printed line)");
   sub->add_option("--block", args->options.block_elements,
                   "Array elements read at a time per rank; memory is about 16 bytes per element")
       ->capture_default_str()

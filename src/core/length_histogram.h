@@ -29,7 +29,10 @@ class LengthHistogram {
   // clamped to [min, max].
   uint64_t Percentile(double q) const;
 
-  // Flat form for an all-reduce: counts, then count, sum, min, max.
+  // Flat form, for sending between ranks: the bucket counts, then count, sum, min, max. The
+  // counts, count and sum of several histograms merge by summing word by word (an all-reduce
+  // with MPI_SUM); min and max do not: take their minimum and maximum apart (an empty
+  // histogram's min word is UINT64_MAX), or rebuild each with FromWords and Merge.
   std::vector<uint64_t> ToWords() const;
   static LengthHistogram FromWords(std::span<const uint64_t> words);
 

@@ -1,6 +1,6 @@
 // Token types and widening. Shards store tokens in 1 to 8 byte integers; stoker reads them in the
 // file's own type (HDF5's conversion costs 4.5x) and widens them here, in plain loops the
-// compiler vectorizes. Pure: no I/O.
+// compiler vectorizes. Pure: no I/O, no MPI, safe from any thread.
 #pragma once
 
 #include <cstddef>
@@ -8,7 +8,7 @@
 #include <optional>
 #include <string_view>
 
-#include "stoker/corpus.h"
+#include "stoker/token_type.h"
 
 namespace stoker {
 

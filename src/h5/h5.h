@@ -1,36 +1,38 @@
 // The HDF5 layer: the only code that includes <hdf5.h>. Every failing HDF5 call becomes
 // stoker::Hdf5Error carrying HDF5's own explanation (its walked error stack, innermost first),
-// and HDF5's automatic printing of error stacks is silenced once for the process.
+// and HDF5's automatic printing of error stacks is silenced once for the process. A file that
+// holds something other than what the caller asked for (an attribute of the wrong type) is a
+// DataError; a file that cannot be opened by the system is an IoError.
 //
 // Files are opened with the default (POSIX) driver: stoker reads documents independently on every
 // rank, which measured twice as fast as collective MPI-IO for small random reads.
 //
-// Not thread safe (neither is the MPI build of HDF5): all calls of a process go through one
-// thread or hold Lock().
+// Thread safety: the MPI build of HDF5 is not thread safe, so every function and method here
+// (including File's constructors, destructor, move assignment and Close) holds one process-wide
+// mutex while it calls HDF5. Any thread may use this layer; a File may move between threads but
+// is not meant for concurrent use. The mutex is private to this layer: callers never lock it,
+// so nothing can lock it twice. Code that reads a contiguous array with pread needs no lock.
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 
 namespace stoker::h5 {
 
-// The process-wide lock for callers that use HDF5 from more than one thread.
-std::mutex& Lock();
-
-// What stoker needs to know of a dataset.
-struct DatasetInfo {
+// What stoker needs to know of an HDF5 dataset (an array; not a stoker::DatasetInfo, which is a
+// folder of shards).
+struct ArrayInfo {
   bool is_integer = false;
-  int dims = 0;               // number of dimensions
-  uint64_t length = 0;        // elements (product of the extents)
-  int element_size = 0;       // bytes per element
+  int dims = 0;          // number of dimensions
+  uint64_t length = 0;   // elements (product of the extents)
+  int element_size = 0;  // bytes per element
   bool is_signed = false;
   bool little_endian = true;
-  bool contiguous = false;    // contiguous layout with no filters
+  bool contiguous = false;              // contiguous layout with no filters
   std::optional<uint64_t> file_offset;  // byte offset of the data in the file, when contiguous
                                         // and allocated
-  std::string type_name;      // for messages, e.g. "uint16", "float32"
+  std::string type_name;                // for messages, e.g. "uint16", "float32"
 };
 
 // A stored integer type: size in bytes (1, 2, 4, 8) and signedness. Always written little-endian.
@@ -39,7 +41,11 @@ struct IntType {
   bool is_signed = false;
 };
 
-// True when the file at `path` starts with an HDF5 signature.
+// Transitional name, until src/io/shard_check.cc says ArrayInfo.
+
+// True when the file at `path` carries an HDF5 signature (where HDF5 looks for one), false when
+// it does not. A file that cannot be opened (missing, permission denied) is an IoError naming it
+// and the system's reason, never a "no".
 bool IsHdf5(const std::string& path);
 
 class File {
@@ -53,14 +59,18 @@ class File {
   ~File();
 
   bool HasDataset(const std::string& name) const;
-  DatasetInfo Describe(const std::string& name) const;
+  ArrayInfo Describe(const std::string& name) const;
   // Reads elements [start, start + count) of a 1-D integer dataset into `out`, in the dataset's
   // own width and signedness (no widening: widening in HDF5 costs 4.5x; callers widen).
   void ReadRaw(const std::string& name, uint64_t start, uint64_t count, void* out) const;
 
   bool HasAttribute(const std::string& name) const;
-  // The attribute as an integer; throws Hdf5Error if it is not an integer scalar.
+  // The attribute as an integer. Throws DataError (naming the file, the attribute and what it
+  // holds) when it is not one integer or its value is above 2^63 - 1; Hdf5Error when it cannot be
+  // read.
   int64_t ReadIntAttribute(const std::string& name) const;
+  // The attribute as a string. Throws DataError when it is not one string; Hdf5Error when it
+  // cannot be read.
   std::string ReadStringAttribute(const std::string& name) const;
   void WriteIntAttribute(const std::string& name, int64_t value);
   void WriteStringAttribute(const std::string& name, const std::string& value);

@@ -22,25 +22,18 @@ constexpr size_t kMaxWord = LengthHistogram::kBuckets + 3;
 void AddDocumentLengths(const std::string& root, const ShardInfo& shard, uint64_t block,
                         LengthHistogram* lengths) {
   ShardReader reader(root, shard);
-  const uint64_t n = shard.docs + 1;
-  std::vector<uint64_t> offsets(std::min(std::max<uint64_t>(block, 1), n));
   uint64_t previous = 0;
-  for (uint64_t start = 0; start < n; start += offsets.size()) {
-    const uint64_t count = std::min<uint64_t>(offsets.size(), n - start);
-    reader.ReadOffsets(start, count, offsets.data());
-    for (uint64_t i = 0; i < count; ++i) {
-      const uint64_t offset = offsets[i];
-      STOKER_CHECK(offset >= previous && offset <= shard.tokens, DataError,
-                   "{}/{}: /doc_offsets[{}]: offset {} is not between the previous offset {} and "
-                   "the end of /tokens ({}); `stoker verify {}` lists every problem",
-                   root, shard.path, start + i,
-                   shard.offsets_signed ? fmt::format("{}", static_cast<int64_t>(offset))
-                                        : fmt::format("{}", offset),
-                   previous, shard.tokens, root);
-      if (start + i > 0) lengths->Add(offset - previous);
-      previous = offset;
-    }
-  }
+  ForEachOffset(reader, block, [&](uint64_t index, uint64_t offset) {
+    STOKER_CHECK(offset >= previous && offset <= shard.tokens, DataError,
+                 "{}/{}: /doc_offsets[{}]: offset {} is not between the previous offset {} and "
+                 "the end of /tokens ({}); `stoker verify {}` lists every problem",
+                 root, shard.path, index,
+                 shard.offsets_signed ? fmt::format("{}", static_cast<int64_t>(offset))
+                                      : fmt::format("{}", offset),
+                 previous, shard.tokens, root);
+    if (index > 0) lengths->Add(offset - previous);
+    previous = offset;
+  });
 }
 
 // Sums the histograms of all ranks. Counts and sums add; min and max do not, so they travel in

@@ -19,7 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-
 // Rank 0's listing: dataset names, and for each the shards' paths relative to the root.
 struct Listing {
   std::vector<std::string> datasets;
@@ -112,12 +111,7 @@ void EncodeCheck(const ShardCheck& check, ByteWriter* out) {
     out->PutString(s.tokenizer.value_or(""));
   }
   out->Put<uint64_t>(check.problems.size());
-  for (const auto& p : check.problems) {
-    out->PutString(p.file);
-    out->PutString(p.object);
-    PutOptional(out, p.index ? std::optional<int64_t>(*p.index) : std::nullopt);
-    out->PutString(p.message);
-  }
+  for (const auto& p : check.problems) EncodeProblem(p, out);
 }
 
 ShardCheck DecodeCheck(ByteReader* in) {
@@ -144,17 +138,38 @@ ShardCheck DecodeCheck(ByteReader* in) {
     check.info = std::move(s);
   }
   check.problems.resize(in->Get<uint64_t>());
-  for (auto& p : check.problems) {
-    p.file = in->GetString();
-    p.object = in->GetString();
-    const auto index = GetOptional(in);
-    if (index) p.index = static_cast<uint64_t>(*index);
-    p.message = in->GetString();
-  }
+  for (auto& p : check.problems) p = DecodeProblem(in);
   return check;
 }
 
 }  // namespace
+
+void EncodeProblem(const Problem& problem, ByteWriter* out) {
+  out->PutString(problem.file);
+  out->PutString(problem.object);
+  out->Put<uint8_t>(problem.index.has_value());
+  out->Put<uint64_t>(problem.index.value_or(0));
+  out->PutString(problem.message);
+}
+
+Problem DecodeProblem(ByteReader* in) {
+  Problem problem;
+  problem.file = in->GetString();
+  problem.object = in->GetString();
+  const bool has_index = in->Get<uint8_t>() != 0;
+  const auto index = in->Get<uint64_t>();
+  if (has_index) problem.index = index;
+  problem.message = in->GetString();
+  return problem;
+}
+
+std::string WithoutPathPrefix(std::string message, std::string_view path) {
+  if (message.size() > path.size() + 1 && message.starts_with(path) &&
+      message.compare(path.size(), 2, ": ") == 0) {
+    message.erase(0, path.size() + 2);
+  }
+  return message;
+}
 
 std::string Problem::ToString() const {
   std::string where = file;

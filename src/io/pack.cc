@@ -6,15 +6,14 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 
 #include "base/bytes.h"
 #include "base/check.h"
 #include "core/byte_tokenizer.h"
-#include "core/token_type.h"
-#include "io/shard_writer.h"
+#include "io/pack_sink.h"
 
 namespace stoker {
 
@@ -22,16 +21,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr uint64_t kBlock = uint64_t{1} << 20;  // bytes read, tokens written, bytes reported
-constexpr uint64_t kReserveTokens = uint64_t{1} << 26;            // see ShardSink()
+constexpr uint64_t kBlock = uint64_t{1} << 20;  // bytes read at a time and between reports
 constexpr uint64_t kMaxId = std::numeric_limits<int64_t>::max();  // readers widen to int64
-
-// What the documents of a run are: one run takes either byte-tokenized text or token-id arrays.
-enum class DocKind : uint8_t { kNone, kBytes, kIds };
-
-const char* KindName(DocKind kind) {
-  return kind == DocKind::kBytes ? "text (byte-tokenized)" : "token-id arrays";
-}
 
 // This rank's bytes consumed, passed to the spec's callback every block and at the end.
 struct ProgressCounter {
@@ -45,144 +36,6 @@ struct ProgressCounter {
     reported = done;
     if (spec.on_progress) spec.on_progress(done, total);
   }
-};
-
-// The tokens of the shard being gathered: uint32 (half the memory) until an id needs uint64, then
-// uint64 for the rest of the run.
-class TokenBuffer {
- public:
-  explicit TokenBuffer(uint64_t expected) { narrow_.reserve(expected); }
-  void Append(std::span<const uint64_t> tokens) {
-    for (uint64_t t : tokens) max_ = std::max(max_, t);
-    if (!wide_ && max_ > std::numeric_limits<uint32_t>::max()) {
-      wide_ = true;
-      wide_tokens_.assign(narrow_.begin(), narrow_.end());
-      narrow_ = {};
-    }
-    if (wide_) return (void)wide_tokens_.insert(wide_tokens_.end(), tokens.begin(), tokens.end());
-    narrow_.insert(narrow_.end(), tokens.begin(), tokens.end());  // every id fits: narrows
-  }
-  uint64_t size() const { return wide_ ? wide_tokens_.size() : narrow_.size(); }
-  uint64_t max() const { return max_; }
-  void WriteTo(ShardWriter* writer) const {
-    if (wide_) return writer->Append(wide_tokens_);
-    std::vector<uint64_t> block;
-    for (size_t at = 0; at < narrow_.size(); at += kBlock) {
-      block.assign(narrow_.begin() + at, narrow_.begin() + std::min(narrow_.size(), at + kBlock));
-      writer->Append(block);
-    }
-  }
-  // Keeps the memory for the next shard: touching fresh memory costs as much as packing.
-  void Clear() {
-    narrow_.clear();
-    wide_tokens_.clear();
-    max_ = 0;
-  }
-
- private:
-  bool wide_ = false;
-  std::vector<uint32_t> narrow_;
-  std::vector<uint64_t> wide_tokens_;
-  uint64_t max_ = 0;
-};
-
-// This rank's output: documents gathered into shards OUT/part-RRRRR-KKKKK.h5.
-class ShardSink {
- public:
-  // Reserves (address space, not yet memory) for one shard, up to kReserveTokens.
-  ShardSink(const PackSpec& spec, int rank)
-      : spec_(spec), rank_(rank), tokens_(std::min(spec.shard_tokens, kReserveTokens)) {}
-
-  // Starts a document of `length` tokens. Writes the gathered shard first when the document
-  // would not fit; streams a document longer than a shard into a shard of its own when its
-  // token type is known up front.
-  void StartDoc(DocKind kind, uint64_t length, const std::string& where) {
-    CheckKind(kind, where);
-    if (!offsets_.empty() && tokens_.size() + length > spec_.shard_tokens) Flush();
-    const bool type_known = kind == DocKind::kBytes || spec_.vocab_size.has_value();
-    if (length > spec_.shard_tokens && type_known) {
-      const uint64_t offsets[] = {0, length};
-      direct_ = std::make_unique<ShardWriter>(NextPath(), TypeFor(0), offsets, Attributes());
-    }
-  }
-  void Append(std::span<const uint64_t> tokens) {
-    tokens_appended_ += tokens.size();
-    if (direct_) return direct_->Append(tokens);
-    tokens_.Append(tokens);
-  }
-  void EndDoc() {
-    ++docs_;
-    if (direct_) {
-      direct_->Finish();
-      direct_.reset();
-      return;
-    }
-    if (offsets_.empty()) offsets_.push_back(0);
-    offsets_.push_back(tokens_.size());
-    if (tokens_.size() >= spec_.shard_tokens) Flush();
-  }
-  // Writes the gathered documents as a shard (nothing when there are none).
-  void Flush() {
-    if (offsets_.empty()) return;
-    ShardWriter writer(NextPath(), TypeFor(tokens_.max()), offsets_, Attributes());
-    tokens_.WriteTo(&writer);
-    writer.Finish();
-    offsets_.clear();
-    tokens_.Clear();
-  }
-  // Removes every shard this sink wrote (after a failure anywhere).
-  void RemoveWritten() {
-    direct_.reset();
-    std::error_code ec;
-    for (const auto& path : written_) fs::remove(path, ec);
-  }
-
-  DocKind kind() const { return kind_; }
-  const std::string& first_doc() const { return first_doc_; }
-  uint64_t docs() const { return docs_; }
-  uint64_t tokens() const { return tokens_appended_; }
-  uint64_t shards() const { return written_.size(); }
-
- private:
-  void CheckKind(DocKind kind, const std::string& where) {
-    STOKER_CHECK(kind != DocKind::kBytes || !spec_.vocab_size, DataError,
-                 "{}: --vocab-size applies to token-id arrays, but this document is {}", where,
-                 KindName(kind));
-    if (kind_ == DocKind::kNone) {
-      kind_ = kind;
-      first_doc_ = where;
-    }
-    STOKER_CHECK(kind == kind_, DataError,
-                 "{}: document is {}, but {} was {}; one pack run takes one or the other", where,
-                 KindName(kind), first_doc_, KindName(kind_));
-  }
-  std::string NextPath() {
-    written_.push_back(fmt::format("{}/part-{:05}-{:05}.h5", spec_.out, rank_, written_.size()));
-    return written_.back();
-  }
-  TokenType TypeFor(uint64_t max_id) const {
-    if (kind_ == DocKind::kBytes) return TokenTypeForVocab(kByteTokenizerVocab);
-    return TokenTypeForVocab(spec_.vocab_size.value_or(max_id + 1));
-  }
-  ShardAttributes Attributes() const {
-    ShardAttributes a;
-    if (kind_ == DocKind::kBytes) {
-      a = {kByteTokenizerVocab, kByteTokenizerEos, kByteTokenizerBos, kByteTokenizerName};
-    } else if (spec_.vocab_size) {
-      a.vocab_size = static_cast<int64_t>(*spec_.vocab_size);
-    }
-    return a;
-  }
-
-  const PackSpec& spec_;
-  int rank_;
-  DocKind kind_ = DocKind::kNone;
-  std::string first_doc_;
-  TokenBuffer tokens_;
-  std::vector<uint64_t> offsets_;  // of the gathered documents; empty when there are none
-  std::unique_ptr<ShardWriter> direct_;
-  std::vector<std::string> written_;
-  uint64_t docs_ = 0, tokens_appended_ = 0;
 };
 
 uint64_t TokenId(const nlohmann::json& value, const PackSpec& spec, const std::string& where,
@@ -357,10 +210,7 @@ void PackSpec::Validate() const {
   if (vocab_size && format == PackFormat::kText) {
     problems.push_back("--vocab-size applies to jsonl token-id arrays, not to --format text");
   }
-  if (problems.empty()) return;
-  std::string message = "bad pack options:";
-  for (const auto& p : problems) message += "\n  - " + p;
-  throw ConfigError(message);
+  if (!problems.empty()) ThrowConfigProblems("bad pack options:", problems);
 }
 
 PackFormat InputFormat(PackFormat spec_format, const std::string& path) {
@@ -381,16 +231,22 @@ PackStats PackDataset(const mpi::Comm& comm, const PackSpec& spec) {
   mpi::FailTogether(comm, [&] {
     if (comm.rank() == 0) PrepareOutput(spec);
   });
-  ShardSink sink(spec, comm.rank());
+  // The sink reserves up to 256 MB: built inside FailTogether, so that a rank that cannot
+  // (bad_alloc) fails with the others instead of leaving them in the all-gather.
+  std::optional<ShardSink> sink;
   try {
-    mpi::FailTogether(comm, [&] { PackInputs(spec, first, sizes, &sink); });
-    AgreeOnKind(comm, sink);
+    mpi::FailTogether(comm, [&] {
+      sink.emplace(spec, comm.rank());
+      PackInputs(spec, first, sizes, &*sink);
+    });
+    AgreeOnKind(comm, *sink);
   } catch (...) {
-    sink.RemoveWritten();
+    if (sink) sink->RemoveWritten();
     throw;
   }
   const uint64_t bytes = std::accumulate(sizes.begin(), sizes.end(), uint64_t{0});
-  std::vector<uint64_t> totals = {last - first, sink.docs(), sink.tokens(), sink.shards(), bytes};
+  std::vector<uint64_t> totals = {last - first, sink->docs(), sink->tokens(), sink->shards(),
+                                  bytes};
   comm.SumInPlace(totals);
   return {totals[0], totals[1], totals[2], totals[3], totals[4]};
 }

@@ -5,7 +5,9 @@
 // byte-tokenized). Documents go into shards of at most `shard_tokens` tokens, in input order; a
 // document never spans shards, and a longer one gets a shard of its own. Output files are
 // OUT/part-RRRRR-KKKKK.h5 (rank, shard on that rank), so the dataset's path order is the order of
-// the inputs.
+// the inputs; five digits each limit a run to 100,000 ranks and 100,000 shards a rank (a
+// ConfigError beyond). The same inputs and options at the same number of ranks write the same
+// bytes; another number of ranks splits the shards differently.
 //
 // PackDataset is collective: rank r packs inputs [r*n/W, (r+1)*n/W). Each rank buffers at most
 // one shard (as uint32 while ids fit) and reads its inputs streaming. Any error (a bad line names

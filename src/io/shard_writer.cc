@@ -1,7 +1,9 @@
 #include "io/shard_writer.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -16,12 +18,19 @@ namespace stoker {
 
 namespace {
 
+// The largest id a shard of type T holds: the type's maximum, and never above 2^63 - 1 (readers
+// widen ids to int64; docs/format.md).
+template <typename T>
+constexpr uint64_t LargestId() {
+  return std::min<uint64_t>(std::numeric_limits<T>::max(), std::numeric_limits<int64_t>::max());
+}
+
 template <typename T>
 void Narrow(std::span<const uint64_t> tokens, uint64_t first_index, const std::string& path,
             std::vector<char>* out) {
   out->resize(tokens.size() * sizeof(T));
   T* dst = reinterpret_cast<T*>(out->data());
-  constexpr auto kMax = static_cast<uint64_t>(std::numeric_limits<T>::max());
+  constexpr uint64_t kMax = LargestId<T>();
   for (size_t i = 0; i < tokens.size(); ++i) {
     STOKER_CHECK(tokens[i] <= kMax, DataError,
                  "{}: token {} at /tokens[{}] does not fit in the shard's {}-bit{} token type "
@@ -32,9 +41,17 @@ void Narrow(std::span<const uint64_t> tokens, uint64_t first_index, const std::s
   }
 }
 
-h5::IntType IntTypeOf(TokenType type) {
-  return {TokenTypeSize(type), TokenTypeSigned(type)};
+// Flushes `path` (a file or a folder) to stable storage.
+void Sync(const std::string& path, bool folder) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (folder ? O_DIRECTORY : 0));
+  STOKER_CHECK(fd >= 0, IoError, "cannot open {} to sync it: {}", path, std::strerror(errno));
+  const int synced = ::fsync(fd);
+  const int error = errno;
+  ::close(fd);
+  STOKER_CHECK(synced == 0, IoError, "cannot sync {}: {}", path, std::strerror(error));
 }
+
+h5::IntType IntTypeOf(TokenType type) { return {TokenTypeSize(type), TokenTypeSigned(type)}; }
 
 // Writes the attributes and /doc_offsets, and creates /tokens (filled by Append).
 void WriteHeader(h5::File* file, TokenType type, std::span<const uint64_t> doc_offsets,
@@ -65,8 +82,8 @@ ShardWriter::ShardWriter(std::string path, TokenType type, std::span<const uint6
   const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
   std::error_code ec;
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  STOKER_CHECK(!ec, IoError, "cannot create the folder {} for shard {}: {}", parent.string(),
-               path_, ec.message());
+  STOKER_CHECK(!ec, IoError, "cannot create the folder {} for shard {}: {}", parent.string(), path_,
+               ec.message());
   try {
     file_.emplace(h5::File::Create(temp_path_));
     WriteHeader(&*file_, type_, doc_offsets, attributes);
@@ -89,14 +106,30 @@ void ShardWriter::Append(std::span<const uint64_t> tokens) {
                 written_ + tokens.size(), total_);
   std::vector<char> narrowed;
   switch (type_) {
-    case TokenType::kUint8: Narrow<uint8_t>(tokens, written_, path_, &narrowed); break;
-    case TokenType::kInt8: Narrow<int8_t>(tokens, written_, path_, &narrowed); break;
-    case TokenType::kUint16: Narrow<uint16_t>(tokens, written_, path_, &narrowed); break;
-    case TokenType::kInt16: Narrow<int16_t>(tokens, written_, path_, &narrowed); break;
-    case TokenType::kUint32: Narrow<uint32_t>(tokens, written_, path_, &narrowed); break;
-    case TokenType::kInt32: Narrow<int32_t>(tokens, written_, path_, &narrowed); break;
-    case TokenType::kUint64: Narrow<uint64_t>(tokens, written_, path_, &narrowed); break;
-    case TokenType::kInt64: Narrow<int64_t>(tokens, written_, path_, &narrowed); break;
+    case TokenType::kUint8:
+      Narrow<uint8_t>(tokens, written_, path_, &narrowed);
+      break;
+    case TokenType::kInt8:
+      Narrow<int8_t>(tokens, written_, path_, &narrowed);
+      break;
+    case TokenType::kUint16:
+      Narrow<uint16_t>(tokens, written_, path_, &narrowed);
+      break;
+    case TokenType::kInt16:
+      Narrow<int16_t>(tokens, written_, path_, &narrowed);
+      break;
+    case TokenType::kUint32:
+      Narrow<uint32_t>(tokens, written_, path_, &narrowed);
+      break;
+    case TokenType::kInt32:
+      Narrow<int32_t>(tokens, written_, path_, &narrowed);
+      break;
+    case TokenType::kUint64:
+      Narrow<uint64_t>(tokens, written_, path_, &narrowed);
+      break;
+    case TokenType::kInt64:
+      Narrow<int64_t>(tokens, written_, path_, &narrowed);
+      break;
   }
   file_->WriteRaw("/tokens", IntTypeOf(type_), written_, tokens.size(), narrowed.data());
   written_ += tokens.size();
@@ -105,14 +138,25 @@ void ShardWriter::Append(std::span<const uint64_t> tokens) {
 void ShardWriter::Finish() {
   STOKER_ASSERT(file_.has_value(), "{}: Finish twice", path_);
   STOKER_ASSERT(written_ == total_, "{}: {} of {} tokens written", path_, written_, total_);
-  file_->Close();
-  file_.reset();
+  try {
+    file_->Close();
+    file_.reset();
+    // The data reaches the disk before the name does, and the name before Finish returns: after
+    // a crash the shard is there whole, or not at all.
+    Sync(temp_path_, /*folder=*/false);
+  } catch (...) {
+    file_.reset();
+    std::remove(temp_path_.c_str());
+    throw;
+  }
   if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
     const int error = errno;
     std::remove(temp_path_.c_str());
-    throw IoError(fmt::format("cannot rename {} to {}: {}", temp_path_, path_,
-                              std::strerror(error)));
+    throw IoError(
+        fmt::format("cannot rename {} to {}: {}", temp_path_, path_, std::strerror(error)));
   }
+  const std::string parent = std::filesystem::path(path_).parent_path().string();
+  Sync(parent.empty() ? "." : parent, /*folder=*/true);
 }
 
 void WriteShard(const std::string& path, TokenType type, std::span<const uint64_t> doc_offsets,

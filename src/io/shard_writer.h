@@ -2,11 +2,13 @@
 //
 // The document offsets are given up front (they fix the size of /tokens, which is contiguous);
 // tokens are then appended in order, in as many pieces as the caller likes, and narrowed to the
-// shard's token type here (an id that does not fit is a DataError). The file is written under a
-// temporary name and renamed into place by Finish(), so a reader never sees half a shard. Files
+// shard's token type here (an id that does not fit, or is above 2^63 - 1, is a DataError). The
+// file is written under a temporary name (PATH.tmp), flushed to disk, renamed into place by
+// Finish() and its folder flushed, so a reader never sees half a shard, even after a crash. Files
 // are deterministic: the same calls write the same bytes.
 //
-// Not thread safe; HDF5 calls are made from the calling thread.
+// Not thread safe: one thread per writer. HDF5 calls go through the h5 layer, which serializes
+// them with every other HDF5 call of the process.
 #pragma once
 
 #include <cstdint>

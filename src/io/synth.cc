@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include "base/check.h"
@@ -98,18 +99,66 @@ uint64_t WriteFile(const SynthSpec& spec, const SynthFile& file) {
   return offsets.size() - 1;
 }
 
-// Rank 0: refuses a folder that already holds shards (unless forced) and makes the folders.
+// The *.h5 files already below a synth's output folder.
+struct ExistingShards {
+  std::optional<fs::path> first;   // the first one found, for messages
+  std::vector<fs::path> replaced;  // part-*.h5 right in a dataset folder this synth writes
+  std::vector<fs::path> kept;      // any other that discovery would take for a shard
+};
+
+// True when discovery takes `path` (an *.h5 file below `root`) for a shard: it lies in a dataset
+// folder, and no folder on its way is hidden (docs/format.md).
+bool SeenByDiscovery(const fs::path& path, const fs::path& root) {
+  const fs::path rel = path.lexically_relative(root);
+  int depth = 0;
+  for (const auto& part : rel) {
+    if (part.string().starts_with(".")) return false;
+    ++depth;
+  }
+  return depth >= 2;
+}
+
+ExistingShards FindShards(const SynthSpec& spec) {
+  const fs::path root = fs::path(spec.out).lexically_normal();
+  std::set<fs::path> written;
+  for (const auto& dataset : spec.datasets) written.insert(root / dataset.name);
+  ExistingShards found;
+  // Linked folders are followed, as discovery follows them.
+  const auto options = fs::directory_options::follow_directory_symlink;
+  for (const auto& entry : fs::recursive_directory_iterator(root, options)) {
+    if (entry.path().extension() != ".h5" || entry.is_directory()) continue;
+    const fs::path path = entry.path().lexically_normal();
+    if (!found.first) found.first = path;
+    if (written.contains(path.parent_path()) && path.filename().string().starts_with("part-")) {
+      found.replaced.push_back(path);
+    } else if (SeenByDiscovery(path, root)) {
+      found.kept.push_back(path);
+    }
+  }
+  return found;
+}
+
+// Rank 0: refuses a folder that already holds shards unless forced; when forced, removes the
+// part-*.h5 of the datasets it writes (an earlier run with more --files must not leave any) and
+// refuses other shards that would mix with this run's. Then makes the folders.
 void PrepareOutput(const SynthSpec& spec) {
   std::error_code ec;
   if (fs::exists(spec.out, ec)) {
     STOKER_CHECK(fs::is_directory(spec.out, ec), ConfigError,
                  "synth output {} exists and is not a folder", spec.out);
-    for (const auto& entry : fs::recursive_directory_iterator(spec.out)) {
-      if (spec.force) break;  // overwrite whatever is there
-      STOKER_CHECK(entry.path().extension() != ".h5", ConfigError,
-                   "synth output {} already holds a corpus (found {}); use --force to overwrite "
-                   "the files synth writes",
-                   spec.out, entry.path().string());
+    const ExistingShards found = FindShards(spec);
+    STOKER_CHECK(spec.force || !found.first, ConfigError,
+                 "synth output {} already holds a corpus (found {}); use --force to replace the "
+                 "part-*.h5 shards of the datasets synth writes",
+                 spec.out, found.first.value_or("").string());
+    STOKER_CHECK(found.kept.empty(), ConfigError,
+                 "synth output {} holds {}, which synth --force does not replace (it replaces the "
+                 "part-*.h5 shards of the datasets it writes) and which would mix with this "
+                 "run's corpus; remove it or write elsewhere",
+                 spec.out, found.kept.empty() ? "" : found.kept.front().string());
+    for (const auto& path : found.replaced) {
+      fs::remove(path, ec);
+      STOKER_CHECK(!ec, IoError, "cannot remove {}: {}", path.string(), ec.message());
     }
   }
   for (const auto& dataset : spec.datasets) {
@@ -189,10 +238,7 @@ void SynthSpec::Validate() const {
     total = over ? kMaxTotalTokens + 1 : total + d.tokens;
   }
   if (total > kMaxTotalTokens) problems.push_back("the datasets hold more than 2^62 tokens");
-  if (problems.empty()) return;
-  std::string message = "bad synth spec:";
-  for (const auto& p : problems) message += "\n  - " + p;
-  throw ConfigError(message);
+  if (!problems.empty()) ThrowConfigProblems("bad synth spec:", problems);
 }
 
 SynthDataset ParseSynthDataset(std::string_view text) {

@@ -37,7 +37,10 @@ struct SynthSpec {
   uint64_t seed = 0;                   // the one source of randomness
   uint64_t vocab = 50304;              // ids drawn from [0, vocab - 1); eos_id = vocab - 1
   bool unique_tokens = false;          // token = its position in the corpus (see above)
-  bool force = false;                  // write into a folder that already holds shards
+  // Write into a folder that already holds shards: first remove the part-*.h5 files of the
+  // dataset folders this spec writes (so none is left from an earlier run with more files). Other
+  // shards there would mix with this corpus: they are refused, forced or not.
+  bool force = false;
 
   // Throws one ConfigError listing every problem of the spec.
   void Validate() const;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cerrno>
 #include <cstring>
 
@@ -10,6 +11,11 @@
 #include "core/token_type.h"
 
 namespace stoker {
+
+// Direct reads hand the file's little-endian bytes to the caller as they are.
+static_assert(std::endian::native == std::endian::little,
+              "stoker supports little-endian hosts only: ShardReader reads little-endian shards "
+              "with pread and uses the bytes as they are (docs/format.md, Byte order)");
 
 namespace {
 
@@ -33,10 +39,6 @@ ShardReader::ShardReader(const std::string& root, const ShardInfo& shard)
 
 ShardReader::~ShardReader() {
   if (fd_ >= 0) ::close(fd_);
-  if (file_) {
-    std::lock_guard lock(h5::Lock());
-    file_.reset();
-  }
 }
 
 const h5::File& ShardReader::Hdf5File() {
@@ -49,7 +51,8 @@ void ShardReader::Pread(uint64_t byte_offset, uint64_t bytes, void* out, const c
   auto* dst = static_cast<char*>(out);
   uint64_t done = 0;
   while (done < bytes) {
-    const ssize_t n = ::pread(fd_, dst + done, bytes - done, static_cast<off_t>(byte_offset + done));
+    const ssize_t n =
+        ::pread(fd_, dst + done, bytes - done, static_cast<off_t>(byte_offset + done));
     if (n < 0 && errno == EINTR) continue;
     STOKER_CHECK(n >= 0, IoError, "{}: reading {}[{}] at byte {} failed: {}", path_, what, index,
                  byte_offset + done, std::strerror(errno));
@@ -68,7 +71,6 @@ void ShardReader::ReadTokensRaw(uint64_t start, uint64_t count, void* out) {
     Pread(shard_.tokens_at.byte_offset + start * width, count * width, out, "/tokens", start);
     return;
   }
-  std::lock_guard lock(h5::Lock());
   Hdf5File().ReadRaw("/tokens", start, count, out);
 }
 
@@ -95,7 +97,6 @@ void ShardReader::ReadOffsets(uint64_t start, uint64_t count, uint64_t* out) {
     Pread(shard_.offsets_at.byte_offset + start * 8, count * 8, out, "/doc_offsets", start);
     return;
   }
-  std::lock_guard lock(h5::Lock());
   Hdf5File().ReadRaw("/doc_offsets", start, count, out);
 }
 

@@ -2,11 +2,15 @@
 //
 // Arrays stored contiguously and little-endian (every shard stoker writes) are read with pread at
 // their byte offset: 2.5x faster than H5Dread and free of HDF5's global lock. Other layouts go
-// through HDF5 under h5::Lock(). Tokens are read in the file's own type and widened here.
+// through the h5 layer, which serializes every HDF5 call of the process itself (h5/h5.h); this
+// class takes no lock. Tokens are read in the file's own type and widened here. stoker supports
+// little-endian hosts only (docs/format.md): pread bytes are used as they lie in the file.
 //
 // One reader per thread; readers of the same file in different threads are independent.
+// ForEachOffset streams a shard's /doc_offsets in blocks, for the code that walks them all.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,7 +23,9 @@ namespace stoker {
 
 class ShardReader {
  public:
-  // `root` is the corpus folder, `shard` a row of its table. Throws IoError if the file is gone.
+  // `root` is the corpus folder, `shard` a row of its table. A shard with an array read by pread
+  // is opened here: IoError naming the file if it is gone. One read only through HDF5 is opened
+  // at its first read (Hdf5Error then).
   ShardReader(const std::string& root, const ShardInfo& shard);
   ShardReader(const ShardReader&) = delete;
   ShardReader& operator=(const ShardReader&) = delete;
@@ -44,5 +50,19 @@ class ShardReader {
   int fd_ = -1;
   std::optional<h5::File> file_;
 };
+
+// Calls fn(index, offset) for every entry of the shard's /doc_offsets, in order, reading `block`
+// entries at a time (at least 1), so that memory stays bounded however large the shard. Entries
+// of an int64 array arrive as the same bits. Exceptions of the reader and of `fn` propagate.
+template <typename Fn>
+void ForEachOffset(ShardReader& reader, uint64_t block, Fn&& fn) {
+  const uint64_t n = reader.shard().docs + 1;
+  std::vector<uint64_t> offsets(std::min(std::max<uint64_t>(block, 1), n));
+  for (uint64_t start = 0; start < n; start += offsets.size()) {
+    const uint64_t count = std::min<uint64_t>(offsets.size(), n - start);
+    reader.ReadOffsets(start, count, offsets.data());
+    for (uint64_t i = 0; i < count; ++i) fn(start + i, offsets[i]);
+  }
+}
 
 }  // namespace stoker

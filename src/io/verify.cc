@@ -46,23 +46,25 @@ struct Finding {
   }
 };
 
+// Readers widen ids to int64: an id of an 8-byte unsigned shard must stay below 2^63.
+constexpr uint64_t kIdLimit = uint64_t{1} << 63;
+
 // Streams one shard's arrays block by block and records what is wrong with them.
 class ContentChecker {
  public:
   ContentChecker(const std::string& root, const ShardInfo& shard, uint64_t block)
       : reader_(root, shard), shard_(shard), block_(std::max<uint64_t>(block, 1)) {
-    if (shard.vocab_size) vocab_ = static_cast<uint64_t>(*shard.vocab_size);
+    if (shard.vocab_size) {
+      vocab_ = static_cast<uint64_t>(*shard.vocab_size);  // discovery: in [1, 2^63 - 1]
+    } else if (shard.token_type == TokenType::kUint64) {
+      id_limit_ = kIdLimit;
+    }
   }
 
   void CheckOffsets() {
-    const uint64_t n = shard_.docs + 1;
-    std::vector<uint64_t> offsets(std::min(block_, n));
     uint64_t previous = 0;  // the last non-negative offset
-    for (uint64_t start = 0; start < n; start += offsets.size()) {
-      const uint64_t count = std::min<uint64_t>(offsets.size(), n - start);
-      reader_.ReadOffsets(start, count, offsets.data());
-      for (uint64_t i = 0; i < count; ++i) CheckOffset(start + i, offsets[i], &previous);
-    }
+    ForEachOffset(reader_, block_,
+                  [&](uint64_t index, uint64_t offset) { CheckOffset(index, offset, &previous); });
   }
 
   void CheckTokens() {
@@ -77,7 +79,7 @@ class ContentChecker {
 
   void Report(std::vector<Problem>* out) const {
     for (const Finding* f : {&negative_offsets_, &offsets_beyond_end_, &decreasing_offsets_,
-                             &negative_tokens_, &tokens_above_vocab_}) {
+                             &negative_tokens_, &tokens_above_vocab_, &tokens_above_limit_}) {
       f->Report(shard_.path, out);
     }
   }
@@ -104,29 +106,38 @@ class ContentChecker {
   }
 
   // Most blocks are clean: one pass for the extremes, a second one only to find the culprits.
+  // Ids of an unsigned type arrive as their bits (a uint64 id of 2^63 or more looks negative).
   void CheckTokenBlock(uint64_t start, std::span<const int64_t> ids) {
     const bool is_signed = TokenTypeSigned(shard_.token_type);
-    if (!is_signed && !vocab_) return;  // an unsigned id is never negative, and has no bound
-    const uint64_t vocab = vocab_.value_or(std::numeric_limits<uint64_t>::max());
+    const std::optional<uint64_t> bound = vocab_ ? vocab_ : id_limit_;
+    if (!is_signed && !bound) return;  // an unsigned id is never negative; no bound applies
+    const uint64_t limit = bound.value_or(std::numeric_limits<uint64_t>::max());
     if (is_signed) {
       const auto [lo, hi] = std::minmax_element(ids.begin(), ids.end());
-      if (lo == ids.end() || (*lo >= 0 && static_cast<uint64_t>(*hi) < vocab)) return;
+      if (lo == ids.end() || (*lo >= 0 && static_cast<uint64_t>(*hi) < limit)) return;
     } else {
       uint64_t hi = 0;
       for (const int64_t id : ids) hi = std::max(hi, static_cast<uint64_t>(id));
-      if (hi < vocab) return;
+      if (hi < limit) return;
     }
-    for (size_t i = 0; i < ids.size(); ++i) {
-      const int64_t id = ids[i];
-      if (is_signed && id < 0) {
-        negative_tokens_.Note(start + i,
-                              [&] { return fmt::format("token id {} is negative", id); });
-      } else if (static_cast<uint64_t>(id) >= vocab) {
-        tokens_above_vocab_.Note(start + i, [&] {
-          return fmt::format("token id {} is at or above vocab_size {}", static_cast<uint64_t>(id),
-                             vocab);
-        });
-      }
+    for (size_t i = 0; i < ids.size(); ++i) NoteId(start + i, ids[i], is_signed, limit);
+  }
+
+  void NoteId(uint64_t index, int64_t id, bool is_signed, uint64_t limit) {
+    const auto bits = static_cast<uint64_t>(id);
+    if (is_signed && id < 0) {
+      negative_tokens_.Note(index, [&] { return fmt::format("token id {} is negative", id); });
+    } else if (bits >= limit && vocab_) {
+      tokens_above_vocab_.Note(index, [&] {
+        return fmt::format("token id {} is at or above vocab_size {}", bits, limit);
+      });
+    } else if (bits >= limit) {
+      tokens_above_limit_.Note(index, [&] {
+        return fmt::format(
+            "token id {} is above 2^63 - 1, the largest id stoker reads (ids are widened to "
+            "int64)",
+            bits);
+      });
     }
   }
 
@@ -134,11 +145,13 @@ class ContentChecker {
   const ShardInfo& shard_;
   uint64_t block_;
   std::optional<uint64_t> vocab_;
+  std::optional<uint64_t> id_limit_;  // without vocab_size: 2^63 for uint64 tokens
   Finding negative_offsets_{"/doc_offsets", "negative offsets"};
   Finding offsets_beyond_end_{"/doc_offsets", "offsets beyond the end of /tokens"};
   Finding decreasing_offsets_{"/doc_offsets", "decreasing offsets"};
   Finding negative_tokens_{"/tokens", "negative token ids"};
   Finding tokens_above_vocab_{"/tokens", "token ids at or above vocab_size"};
+  Finding tokens_above_limit_{"/tokens", "token ids above 2^63 - 1"};
 };
 
 void CheckSpecialIds(const ShardInfo& shard, std::vector<Problem>* out) {
@@ -155,32 +168,6 @@ void CheckSpecialIds(const ShardInfo& shard, std::vector<Problem>* out) {
            fmt::format("is {}, outside [0, vocab_size) = [0, {})", *id, *shard.vocab_size)});
     }
   }
-}
-
-// Error messages of the readers start with the file's full path; problems name it already.
-std::string WithoutPrefix(std::string message, const std::string& path) {
-  const std::string prefix = path + ": ";
-  if (message.starts_with(prefix)) message.erase(0, prefix.size());
-  return message;
-}
-
-void PutProblem(ByteWriter* out, const Problem& p) {
-  out->PutString(p.file);
-  out->PutString(p.object);
-  out->Put<uint8_t>(p.index.has_value());
-  out->Put<uint64_t>(p.index.value_or(0));
-  out->PutString(p.message);
-}
-
-Problem GetProblem(ByteReader* in) {
-  Problem p;
-  p.file = in->GetString();
-  p.object = in->GetString();
-  const bool has_index = in->Get<uint8_t>() != 0;
-  const auto index = in->Get<uint64_t>();
-  if (has_index) p.index = index;
-  p.message = in->GetString();
-  return p;
 }
 
 std::string_view DatasetOf(std::string_view file) { return file.substr(0, file.find('/')); }
@@ -254,7 +241,7 @@ std::vector<Problem> VerifyShardContents(const std::string& root, const ShardInf
     throw;                    // a bug of stoker's, not a fault of the file
   } catch (const Error& e) {  // IoError, DataError, Hdf5Error: the file cannot be read through
     problems.push_back(
-        {shard.path, "", std::nullopt, WithoutPrefix(e.what(), root + "/" + shard.path)});
+        {shard.path, "", std::nullopt, WithoutPathPrefix(e.what(), root + "/" + shard.path)});
   }
   // What was found before a read failed is still worth reporting.
   if (checker) checker->Report(&problems);
@@ -275,11 +262,11 @@ VerifyReport VerifyCorpus(const mpi::Comm& comm, const std::string& root,
   });
   ByteWriter out;
   out.Put<uint64_t>(mine.size());
-  for (const auto& p : mine) PutProblem(&out, p);
+  for (const auto& p : mine) EncodeProblem(p, &out);
   for (const std::string& bytes : comm.AllGather(out.bytes())) {
     ByteReader in(bytes);
     const auto n = in.Get<uint64_t>();
-    for (uint64_t k = 0; k < n; ++k) report.problems.push_back(GetProblem(&in));
+    for (uint64_t k = 0; k < n; ++k) report.problems.push_back(DecodeProblem(&in));
   }
   SortProblems(&report.problems);
   return report;

@@ -3,8 +3,9 @@
 // Discovery (ScanCorpus) checks what a shard's metadata promises without reading its arrays.
 // VerifyCorpus starts from that scan, then reads every shard that passed, completely, and checks
 // what only the data can tell (docs/format.md): token ids are never negative and lie below
-// vocab_size; document offsets are never negative, never decrease and never pass the end of
-// /tokens; eos_id and bos_id lie in [0, vocab_size). Every fault is a Problem, never an exception:
+// vocab_size (without one, at most 2^63 - 1: readers widen ids to int64); document offsets are
+// never negative, never decrease and never pass the end of /tokens; eos_id and bos_id lie in
+// [0, vocab_size). Every fault is a Problem, never an exception:
 // a corpus with a thousand bad files gives a report of a thousand lines.
 //
 // Bounded output and memory: each kind of fault is reported once per file, at its first index,
@@ -15,7 +16,8 @@
 // VerifyCorpus is collective over `comm`: file i is read by rank i mod W, the problems are
 // all-gathered, and every rank returns the same report. It throws (collectively) only when the
 // corpus root is not a readable folder (ConfigError), or on a failure of MPI or of stoker itself.
-// VerifyShardContents is not collective. Both take HDF5's lock through ShardReader.
+// VerifyShardContents is not collective and may run on any thread: its HDF5 reads (of shards
+// not read by pread) are serialized inside the h5 layer.
 #pragma once
 
 #include <cstdint>

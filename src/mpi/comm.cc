@@ -2,18 +2,28 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <filesystem>
+
 #include "base/bytes.h"
 #include "base/check.h"
 
 namespace stoker::mpi {
 
 void Check(int code, const char* what) {
-  if (code == MPI_SUCCESS) [[likely]] return;
+  if (code == MPI_SUCCESS) [[likely]] {
+    return;
+  }
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
   if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) length = 0;
   throw MpiError(fmt::format("{} failed: {} (MPI error {})", what,
                              length > 0 ? std::string(text, length) : "unknown", code));
+}
+
+void Abort(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::abort();  // MPI_Abort does not return; should it, the process must still end here
 }
 
 Session::Session(int* argc, char*** argv) {
@@ -70,8 +80,12 @@ std::vector<std::string> Comm::AllGather(const std::string& bytes) const {
   std::vector<int> counts(size_), displs(size_);
   uint64_t total = 0;
   for (int r = 0; r < size_; ++r) {
-    STOKER_CHECK(total + sizes[r] < (1ull << 31), MpiError,
-                 "all-gather of {} bytes exceeds MPI's int counts", total + sizes[r]);
+    // Every rank holds the same sizes: every rank throws here, together.
+    if (total + sizes[r] >= (uint64_t{1} << 31)) {
+      throw MpiError(fmt::format("all-gather of {} bytes (up to rank {}) exceeds MPI's int counts",
+                                 total + sizes[r], r),
+                     /*collective=*/true);
+    }
     counts[r] = static_cast<int>(sizes[r]);
     displs[r] = static_cast<int>(total);
     total += sizes[r];
@@ -137,6 +151,9 @@ Kind Classify(std::exception_ptr error, std::string* message) {
   } catch (const Error& e) {
     *message = e.what();
     return Kind::kError;
+  } catch (const std::filesystem::filesystem_error& e) {  // e.g. a folder that cannot be listed
+    *message = e.what();
+    return Kind::kIo;
   } catch (const std::exception& e) {
     *message = e.what();
     return Kind::kOther;
@@ -148,13 +165,20 @@ Kind Classify(std::exception_ptr error, std::string* message) {
 
 [[noreturn]] void Throw(Kind kind, const std::string& message) {
   switch (kind) {
-    case Kind::kConfig: throw ConfigError(message, true);
-    case Kind::kData: throw DataError(message, true);
-    case Kind::kIo: throw IoError(message, true);
-    case Kind::kMpi: throw MpiError(message, true);
-    case Kind::kHdf5: throw Hdf5Error(message, true);
-    case Kind::kInternal: throw InternalError(message, true);
-    default: throw Error(message, true);
+    case Kind::kConfig:
+      throw ConfigError(message, true);
+    case Kind::kData:
+      throw DataError(message, true);
+    case Kind::kIo:
+      throw IoError(message, true);
+    case Kind::kMpi:
+      throw MpiError(message, true);
+    case Kind::kHdf5:
+      throw Hdf5Error(message, true);
+    case Kind::kInternal:
+      throw InternalError(message, true);
+    default:
+      throw Error(message, true);
   }
 }
 

@@ -26,6 +26,10 @@ namespace stoker::mpi {
 // Throws MpiError naming `what` when `code` is not MPI_SUCCESS.
 void Check(int code, const char* what);
 
+// Ends every process of the job with exit code `code` (MPI_Abort on MPI_COMM_WORLD): for a rank
+// that cannot fail together with the others. Never returns.
+[[noreturn]] void Abort(int code);
+
 // Process-wide MPI for programs (not for the library, which never calls MPI_Init): initializes
 // MPI unless it already is, and finalizes it on destruction if it initialized it.
 class Session {
@@ -60,7 +64,8 @@ class Comm {
   void Barrier() const;
   // Root's `bytes` reach every rank.
   void Broadcast(std::string* bytes, int root) const;
-  // Every rank's `bytes`, indexed by rank, on every rank.
+  // Every rank's `bytes`, indexed by rank, on every rank. More than 2 GiB in all is an MpiError
+  // that every rank throws together (collective).
   std::vector<std::string> AllGather(const std::string& bytes) const;
   void SumInPlace(std::span<uint64_t> values) const;
   void SumInPlace(std::span<double> values) const;
@@ -75,7 +80,8 @@ class Comm {
 
 // Collective. Runs `local` on this rank, then agrees with the other ranks on the outcome: returns
 // normally when every rank succeeded, otherwise throws on every rank the error of the lowest
-// failing rank (same kind, same message, collective() true).
+// failing rank (same kind, same message, collective() true). stoker's error kinds keep their
+// kind; std::filesystem::filesystem_error becomes IoError; anything else becomes Error.
 void FailTogether(const Comm& comm, const std::function<void()>& local);
 
 // Collective. Rethrows `error` (if any) on every rank as described for FailTogether.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# End to end as a user runs it: `stoker synth` a small corpus, `inspect` it (alone and under
-# mpirun at 2 and 4 ranks) and check the counts against what was asked, `verify` it clean, then
-# truncate one shard and check that verify and inspect fail naming that file, once.
+# End to end as a user runs it: every subcommand's --help explains each of its options;
+# `stoker synth` a small corpus (OUT may follow --dataset; --force leaves no stale shard),
+# `inspect` it (alone and under mpirun at 2 and 4 ranks) and check the counts against what was
+# asked, `verify` it clean, then truncate one shard and check that verify and inspect fail naming
+# that file, once.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
 : "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
@@ -17,16 +19,58 @@ stoker_at() {
   if [ "$np" = 1 ]; then "$STOKER" "$@"; else $MPIRUN -np "$np" "$STOKER" "$@"; fi
 }
 
-# --help of each subcommand explains it and exits 0.
-for sub in synth inspect verify; do
+# expect_help SUB NAME WORD...: `stoker SUB --help` exits 0 and lists the option or positional
+# NAME with an explanation holding every WORD (CLI11 prints --help itself: no proof of anything).
+expect_help() {
+  local sub=$1 name=$2 entry word; shift 2
   "$STOKER" "$sub" --help > "$work/help.txt" || fail "$sub --help exited non-zero"
-  grep -q -- "--help" "$work/help.txt" || fail "$sub --help printed no options"
-done
-grep -q -- "--json" <("$STOKER" inspect --help) || fail "inspect --help does not explain --json"
-grep -q -- "--json" <("$STOKER" verify --help) || fail "verify --help does not explain --json"
+  # The line naming the option, and the deeper-indented lines that continue it.
+  entry=$(awk -v name="$name" '
+    found && /^                    / { print; next }
+    found { exit }
+    $1 == name || index($1, name ",") == 1 || index($1, name "=") == 1 { found = 1; print }
+  ' "$work/help.txt")
+  [ -n "$entry" ] || fail "$sub --help does not list $name: $(cat "$work/help.txt")"
+  for word in "$@"; do
+    grep -qF -- "$word" <<< "$entry" || fail "$sub --help: $name lacks '$word': $entry"
+  done
+}
+expect_help synth out "Corpus folder"
+expect_help synth --dataset "NAME:TOKENS[:MEAN_DOC_LEN]" "mean document length" "Repeat"
+expect_help synth --files "Shard files per dataset"
+expect_help synth --seed "Seed"
+expect_help synth --vocab "2^63 - 1" "eos_id" "uint64 above"
+expect_help synth --unique-tokens "position in the corpus"
+expect_help synth --force "part-*.h5" "refused"
+expect_help pack inputs "Input files"
+expect_help pack --out "DIR/NAME" "--force"
+expect_help pack --format "auto" "jsonl" "text" "=auto"
+expect_help pack --field "jsonl field" "=tokens"
+expect_help pack --shard-tokens "Tokens per shard" "Memory"
+expect_help pack --vocab-size "vocab_size" "2^63 - 1" "default: not recorded"
+expect_help pack --force "part-*.h5"
+expect_help inspect path "Corpus folder"
+expect_help inspect --json "kind" "fingerprint" "doc_length" "datasets"
+expect_help verify corpus "Corpus folder"
+expect_help verify --json "files_read" "files_with_problems" "text" "index is null"
+expect_help verify --block "16 bytes per element"
 
-"$STOKER" synth "$corpus" --dataset web:120K:300 --dataset code:30K:100 --files 3 --seed 7 \
+# OUT may come after --dataset, with options after it: one value per --dataset.
+"$STOKER" synth --dataset web:120K:300 --dataset code:30K:100 "$corpus" --files 3 --seed 7 \
     > "$work/synth.log" 2>&1 || { cat "$work/synth.log"; fail "synth failed"; }
+[ "$(find "$corpus" -name '*.h5' | wc -l)" = 6 ] || fail "synth wrote $(find "$corpus" -type f)"
+
+# A forced rerun with fewer files leaves only its own shards (and refuses without --force).
+other="$work/other"
+"$STOKER" synth "$other" --dataset a:3K --files 3 > "$work/other.log" 2>&1 || fail "synth failed"
+if "$STOKER" synth "$other" --dataset a:3K --files 1 > "$work/other.log" 2>&1; then
+  fail "synth wrote into a corpus without --force"
+fi
+grep -q "already holds a corpus" "$work/other.log" || fail "no clear refusal: $(cat "$work/other.log")"
+"$STOKER" synth "$other" --dataset a:3K --files 1 --force > "$work/other.log" 2>&1 ||
+  { cat "$work/other.log"; fail "synth --force failed"; }
+[ "$(find "$other" -name '*.h5')" = "$other/a/part-00000.h5" ] ||
+  fail "synth --force --files 1 left: $(find "$other" -name '*.h5')"
 
 for np in 1 2 4; do
   stoker_at "$np" inspect "$corpus" --json > "$work/inspect.$np.json" \

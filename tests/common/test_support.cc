@@ -4,7 +4,14 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
 #include <stdexcept>
+
+#include "core/random.h"
+#include "core/token_type.h"
+#include "io/token_reader.h"
 
 namespace stoker::testing {
 
@@ -52,12 +59,22 @@ void WriteArray(hid_t file, const char* name, const RawArray& array) {
       H5Dcreate2(file, name, TypeFor(array.type), space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
   Require(dset >= 0, std::string("create ") + name);
   if (!array.values.empty()) {
-    Require(H5Dwrite(dset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                     array.values.data()) >= 0,
+    const hid_t memory_type = array.unsigned_values ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64;
+    Require(H5Dwrite(dset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, array.values.data()) >= 0,
             std::string("write ") + name);
   }
   H5Dclose(dset);
   H5Pclose(dcpl);
+  H5Sclose(space);
+}
+
+// A scalar attribute of `type` holding `*value` (given in `memory_type`).
+void WriteScalarAttribute(hid_t file, const std::string& name, hid_t type, hid_t memory_type,
+                          const void* value) {
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t attr = H5Acreate2(file, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT);
+  Require(attr >= 0 && H5Awrite(attr, memory_type, value) >= 0, "attribute " + name);
+  H5Aclose(attr);
   H5Sclose(space);
 }
 
@@ -114,12 +131,13 @@ void WriteRawShard(const std::string& path, const RawShard& shard) {
   if (shard.tokens) WriteArray(file, "tokens", *shard.tokens);
   if (shard.doc_offsets) WriteArray(file, "doc_offsets", *shard.doc_offsets);
   for (const auto& [name, value] : shard.int_attributes) {
-    const hid_t space = H5Screate(H5S_SCALAR);
-    const hid_t attr = H5Acreate2(file, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT,
-                                  H5P_DEFAULT);
-    H5Awrite(attr, H5T_NATIVE_INT64, &value);
-    H5Aclose(attr);
-    H5Sclose(space);
+    WriteScalarAttribute(file, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value);
+  }
+  for (const auto& [name, value] : shard.uint64_attributes) {
+    WriteScalarAttribute(file, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, &value);
+  }
+  for (const auto& [name, value] : shard.float_attributes) {
+    WriteScalarAttribute(file, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value);
   }
   for (const auto& [name, value] : shard.string_attributes) {
     const hid_t space = H5Screate(H5S_SCALAR);
@@ -132,6 +150,76 @@ void WriteRawShard(const std::string& path, const RawShard& shard) {
     H5Sclose(space);
   }
   Require(H5Fclose(file) >= 0, "close " + path);
+}
+
+}  // namespace stoker::testing
+
+namespace stoker::testing {
+
+std::vector<uint64_t> Flatten(const Docs& docs, std::vector<uint64_t>* offsets) {
+  std::vector<uint64_t> tokens;
+  offsets->assign(1, 0);
+  for (const auto& doc : docs) {
+    tokens.insert(tokens.end(), doc.begin(), doc.end());
+    offsets->push_back(tokens.size());
+  }
+  return tokens;
+}
+
+uint64_t MaxTokenId(TokenType type) {
+  const int bits = 8 * TokenTypeSize(type) - (TokenTypeSigned(type) ? 1 : 0);
+  return bits == 64 ? std::numeric_limits<int64_t>::max() : (uint64_t{1} << bits) - 1;
+}
+
+Docs MakeDocs(TokenType type, uint64_t key, int n_docs) {
+  CounterRng rng(key);
+  const uint64_t max_id = MaxTokenId(type);
+  Docs docs(n_docs);
+  for (int d = 0; d < n_docs; ++d) {
+    const uint64_t length = d % 5 == 3 ? 0 : rng.NextBelow(300);
+    for (uint64_t i = 0; i < length; ++i) {
+      docs[d].push_back(i % 7 == 0 ? max_id - i % 3 : rng.NextBelow(max_id));
+    }
+  }
+  docs[0] = {0, max_id, 1};
+  return docs;
+}
+
+Docs ReadShardDocs(const std::string& root, const ShardInfo& shard) {
+  ShardReader reader(root, shard);
+  std::vector<uint64_t> offsets(shard.docs + 1);
+  reader.ReadOffsets(0, offsets.size(), offsets.data());
+  std::vector<int64_t> tokens(shard.tokens);
+  std::vector<char> scratch;
+  reader.ReadTokens(0, shard.tokens, tokens.data(), &scratch);
+  Docs docs;
+  for (uint64_t d = 0; d < shard.docs; ++d) {
+    docs.emplace_back(tokens.begin() + offsets[d], tokens.begin() + offsets[d + 1]);
+  }
+  return docs;
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty()) fs::create_directories(parent);
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw std::runtime_error("WriteText: cannot write " + path);
+}
+
+std::string ReadFileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void ExpectMentions(const std::string& message, const std::string& part) {
+  EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' is not in: " << message;
+}
+
+void OnRankZero(const mpi::Comm& comm, const std::function<void()>& make) {
+  mpi::FailTogether(comm, [&] {
+    if (comm.rank() == 0) make();
+  });
 }
 
 }  // namespace stoker::testing

@@ -1,7 +1,8 @@
 // Collective corpus discovery (DiscoverCorpus): every rank gets the same table at every world size,
 // with exactly the content the files hold; the fingerprint depends on the content, not the place
 // or the number of ranks; a bad file or a missing root makes every rank throw the same error
-// together; hidden folders, stray files and non-.h5 files are not shards.
+// together; hidden folders, stray files and non-.h5 files are not shards. Also FailTogether's
+// promise that a file-system error on one rank reaches every rank as an IoError.
 //
 // Registered at 1, 2 and 4 ranks. EXPECT (not ASSERT) around collectives, so that a failure on one
 // rank cannot leave the others waiting.
@@ -13,15 +14,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <functional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "common/test_support.h"
 #include "core/random.h"
 #include "core/token_type.h"
-#include "io/token_reader.h"
 #include "mpi/comm.h"
 #include "stoker/corpus.h"
 #include "stoker/error.h"
@@ -30,8 +29,12 @@ namespace stoker {
 namespace {
 
 namespace fs = std::filesystem;
+using stoker::testing::ExpectCollectiveError;
+using stoker::testing::ExpectMentions;
+using stoker::testing::OnRankZero;
 using stoker::testing::SharedTempDir;
 using stoker::testing::WriteTestShard;
+using stoker::testing::WriteText;
 
 struct FileSpec {
   std::string rel;
@@ -78,22 +81,10 @@ std::vector<FileSpec> CorpusSpec() {
   return files;
 }
 
-// Collective: rank 0 runs `make`, and every rank fails if it failed.
-void OnRankZero(const mpi::Comm& comm, const std::function<void()>& make) {
-  mpi::FailTogether(comm, [&] {
-    if (comm.rank() == 0) make();
-  });
-}
-
 void WriteCorpus(const std::string& root, const std::vector<FileSpec>& files) {
   for (size_t i = files.size(); i-- > 0;) {  // reverse order: creation order must not matter
     WriteTestShard(root + "/" + files[i].rel, files[i].docs, files[i].type, files[i].attributes);
   }
-}
-
-void WriteText(const std::string& path, const std::string& text) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path) << text;
 }
 
 // Every field of the table, readable, for comparing across ranks.
@@ -161,20 +152,7 @@ void ExpectTokensReadBack(const CorpusTable& table, const std::vector<FileSpec>&
     const ShardInfo& s = table.shards[i];
     EXPECT_TRUE(s.offsets_at.direct) << s.path;
     EXPECT_EQ(s.tokens_at.direct, s.tokens > 0) << s.path;
-    ShardReader reader(table.root, s);
-    std::vector<uint64_t> offsets(s.docs + 1);
-    reader.ReadOffsets(0, offsets.size(), offsets.data());
-    std::vector<int64_t> tokens(s.tokens);
-    std::vector<char> scratch;
-    reader.ReadTokens(0, s.tokens, tokens.data(), &scratch);
-    std::vector<uint64_t> want_offsets = {0};
-    std::vector<int64_t> want_tokens;
-    for (const auto& doc : files[i].docs) {
-      want_tokens.insert(want_tokens.end(), doc.begin(), doc.end());
-      want_offsets.push_back(want_tokens.size());
-    }
-    EXPECT_EQ(offsets, want_offsets) << s.path;
-    EXPECT_EQ(tokens, want_tokens) << s.path;
+    EXPECT_EQ(testing::ReadShardDocs(table.root, s), files[i].docs) << s.path;
   }
 }
 
@@ -255,31 +233,6 @@ TEST_F(DiscoveryTest, FingerprintDependsOnContentNotOnPlaceOrWorldSize) {
   EXPECT_NE(renamed.fingerprint, changed.fingerprint);
 }
 
-// Every rank's error of one call, with what it said.
-struct Outcome {
-  std::string kind = "none";
-  std::string message;
-  bool collective = false;
-};
-
-Outcome Discover(const mpi::Comm& comm, const std::string& root) {
-  Outcome outcome;
-  try {
-    DiscoverCorpus(comm, root);
-  } catch (const ConfigError& e) {
-    outcome = {"ConfigError", e.what(), e.collective()};
-  } catch (const DataError& e) {
-    outcome = {"DataError", e.what(), e.collective()};
-  } catch (const Error& e) {
-    outcome = {"Error", e.what(), e.collective()};
-  }
-  return outcome;
-}
-
-void ExpectMentions(const std::string& message, const std::string& part) {
-  EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' is not in: " << message;
-}
-
 TEST_F(DiscoveryTest, BadFileFailsOnEveryRankTogether) {
   // d/f-1.h5 is file 1: described by rank 1 at 2 and 4 ranks, never by rank 0 there.
   // d/f-3.h5 (file 3: rank 1 at 2 ranks, rank 3 at 4) lacks /doc_offsets.
@@ -294,29 +247,21 @@ TEST_F(DiscoveryTest, BadFileFailsOnEveryRankTogether) {
     raw.tokens = stoker::testing::RawArray{.values = {1, 2}};
     stoker::testing::WriteRawShard(root + "/d/f-3.h5", raw);
   });
-  const Outcome outcome = Discover(comm_, root);
-  EXPECT_EQ(outcome.kind, "DataError");
-  EXPECT_TRUE(outcome.collective);
-  ExpectMentions(outcome.message, "d/f-1.h5: not an HDF5 file");
-  ExpectMentions(outcome.message, "d/f-3.h5: /doc_offsets: missing dataset");
-  ExpectMentions(outcome.message, root);
-  ExpectSameOnEveryRank(comm_, outcome.kind + ": " + outcome.message);
+  const std::string message = ExpectCollectiveError<DataError>(
+      [&] { DiscoverCorpus(comm_, root); },
+      {"d/f-1.h5: not an HDF5 file", "d/f-3.h5: /doc_offsets: missing dataset", root});
+  ExpectSameOnEveryRank(comm_, message);
 }
 
 TEST_F(DiscoveryTest, MissingRootFailsOnEveryRankTogether) {
   const std::string missing = dir_ / "no-such-corpus";
-  const Outcome outcome = Discover(comm_, missing);
-  EXPECT_EQ(outcome.kind, "ConfigError");
-  EXPECT_TRUE(outcome.collective);
-  ExpectMentions(outcome.message, missing);
-  ExpectSameOnEveryRank(comm_, outcome.kind + ": " + outcome.message);
+  ExpectSameOnEveryRank(comm_, ExpectCollectiveError<ConfigError>(
+                                   [&] { DiscoverCorpus(comm_, missing); }, {missing}));
 
   OnRankZero(comm_, [&] { WriteText(dir_ / "a-file", "x"); });
-  const Outcome file = Discover(comm_, dir_ / "a-file");
-  EXPECT_EQ(file.kind, "ConfigError");
-  EXPECT_TRUE(file.collective);
-  ExpectMentions(file.message, dir_ / "a-file");
-  ExpectSameOnEveryRank(comm_, file.kind + ": " + file.message);
+  ExpectSameOnEveryRank(
+      comm_, ExpectCollectiveError<ConfigError>([&] { DiscoverCorpus(comm_, dir_ / "a-file"); },
+                                                {dir_ / "a-file", "is not a folder"}));
 }
 
 TEST_F(DiscoveryTest, DatasetWithoutShardsFailsTogether) {
@@ -325,11 +270,9 @@ TEST_F(DiscoveryTest, DatasetWithoutShardsFailsTogether) {
     WriteTestShard(root + "/full/a.h5", {{1}});
     WriteText(root + "/empty/readme.txt", "no shards here");
   });
-  const Outcome outcome = Discover(comm_, root);
-  EXPECT_EQ(outcome.kind, "DataError");
-  EXPECT_TRUE(outcome.collective);
-  ExpectMentions(outcome.message, "empty: dataset folder has no shards");
-  ExpectSameOnEveryRank(comm_, outcome.message);
+  ExpectSameOnEveryRank(comm_,
+                        ExpectCollectiveError<DataError>([&] { DiscoverCorpus(comm_, root); },
+                                                         {"empty: dataset folder has no shards"}));
 }
 
 TEST_F(DiscoveryTest, HiddenFoldersStrayAndNonShardFilesAreIgnored) {
@@ -361,8 +304,23 @@ TEST_F(DiscoveryTest, HiddenFoldersInsideADatasetAreIgnored) {
     WriteText(root + "/ds/.cache/junk.h5", "not HDF5");
     WriteText(root + "/ds/sub/.partial/x.h5", "not HDF5");
   });
-  const Outcome outcome = Discover(comm_, root);
-  EXPECT_EQ(outcome.kind, "none") << outcome.message;
+  EXPECT_NO_THROW(DiscoverCorpus(comm_, root));
+}
+
+// A folder that cannot be listed (std::filesystem throws) on the last rank alone: every rank
+// throws the same IoError, marked collective, instead of a plain Error or a hang.
+TEST_F(DiscoveryTest, FileSystemErrorOnOneRankIsIoErrorOnEveryRank) {
+  const std::string folder = dir_ / "unlistable";
+  const std::string message = ExpectCollectiveError<IoError>(
+      [&] {
+        mpi::FailTogether(comm_, [&] {
+          if (comm_.rank() != comm_.size() - 1) return;
+          throw fs::filesystem_error("cannot list", folder,
+                                     std::make_error_code(std::errc::permission_denied));
+        });
+      },
+      {"cannot list", folder});
+  ExpectSameOnEveryRank(comm_, message);
 }
 
 }  // namespace

@@ -35,16 +35,8 @@ std::vector<uint64_t> Range(uint64_t first, uint64_t last) {
 
 class InspectTest : public ::testing::Test {
  protected:
-  void OnRankZero(const std::function<void()>& write) {
-    if (comm_.rank() == 0) {
-      try {
-        write();
-      } catch (const std::exception& e) {
-        ADD_FAILURE() << "writing the test corpus failed: " << e.what();
-      }
-    }
-    comm_.Barrier();
-  }
+  // Runs `write` on rank 0 only; every rank fails with it if it throws.
+  void OnRankZero(const std::function<void()>& write) { testing::OnRankZero(comm_, write); }
 
   // "web": lengths 1..100 over three files of different token types; "code": 5, 5, 5, 1000.
   void WriteKnownCorpus() {
@@ -63,22 +55,6 @@ class InspectTest : public ::testing::Test {
       WriteTestShard(dir_ / "web/good.h5", Docs({2, 3}));
       WriteRawShard(dir_ / "web/bad.h5", bad);
     });
-  }
-
-  // Expects `thunk` to throw a collective DataError whose message holds every word.
-  static void ExpectCollectiveDataError(const std::function<void()>& thunk,
-                                        const std::vector<std::string>& words) {
-    bool thrown = false;
-    try {
-      thunk();
-    } catch (const DataError& e) {
-      thrown = true;
-      EXPECT_TRUE(e.collective());
-      for (const auto& word : words) {
-        EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what();
-      }
-    }
-    EXPECT_TRUE(thrown) << "no DataError";
   }
 
   mpi::Comm comm_{MPI_COMM_WORLD};
@@ -168,8 +144,8 @@ TEST_F(InspectTest, BadCorpusThrowsDataErrorOnAllRanks) {
   RawShard shard;
   shard.doc_offsets = RawArray{.type = "uint64", .values = {0, 2}};
   Write(shard);
-  ExpectCollectiveDataError([&] { CollectCorpusStats(comm_, dir_.path()); },
-                            {"web/bad.h5", "/tokens", "missing"});
+  testing::ExpectCollectiveError<DataError>([&] { CollectCorpusStats(comm_, dir_.path()); },
+                                            {"web/bad.h5", "/tokens", "missing"});
 }
 
 TEST_F(InspectTest, DecreasingOffsetsThrowDataErrorOnAllRanks) {
@@ -178,8 +154,9 @@ TEST_F(InspectTest, DecreasingOffsetsThrowDataErrorOnAllRanks) {
   shard.doc_offsets = RawArray{.type = "uint64", .values = {0, 8, 4, 10}};
   shard.tokens = RawArray{.type = "uint16", .values = std::vector<int64_t>(10, 1)};
   Write(shard);
-  ExpectCollectiveDataError([&] { CollectCorpusStats(comm_, dir_.path()); },
-                            {"web/bad.h5", "/doc_offsets[2]", "offset 4", "stoker verify"});
+  testing::ExpectCollectiveError<DataError>(
+      [&] { CollectCorpusStats(comm_, dir_.path()); },
+      {"web/bad.h5", "/doc_offsets[2]", "offset 4", "stoker verify"});
 }
 
 TEST(GroupThousandsTest, Groups) {

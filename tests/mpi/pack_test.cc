@@ -7,13 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 
 #include "common/test_support.h"
 #include "core/byte_tokenizer.h"
 #include "core/random.h"
 #include "io/discovery.h"
-#include "io/token_reader.h"
 #include "stoker/error.h"
 
 namespace stoker {
@@ -21,11 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using Doc = std::vector<uint64_t>;
-
-void WriteText(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary);
-  out << content;
-}
+using testing::ExpectCollectiveError;
 
 std::string JsonLine(const Doc& doc) {
   return fmt::format("{{\"id\": 3, \"tokens\": [{}]}}\n", fmt::join(doc, ", "));
@@ -44,16 +38,10 @@ Packed ReadPacked(const mpi::Comm& comm, const std::string& root) {
   for (const auto& p : scan.problems) ADD_FAILURE() << p.ToString();
   packed.table = scan.table;
   for (const ShardInfo& shard : packed.table.shards) {
-    ShardReader reader(root, shard);
-    std::vector<uint64_t> offsets(shard.docs + 1);
-    reader.ReadOffsets(0, offsets.size(), offsets.data());
-    std::vector<int64_t> tokens(shard.tokens);
-    std::vector<char> scratch;
-    reader.ReadTokens(0, shard.tokens, tokens.data(), &scratch);
     packed.doc_lengths_by_shard.emplace_back();
-    for (uint64_t d = 0; d < shard.docs; ++d) {
-      packed.docs.emplace_back(tokens.begin() + offsets[d], tokens.begin() + offsets[d + 1]);
-      packed.doc_lengths_by_shard.back().push_back(offsets[d + 1] - offsets[d]);
+    for (Doc& doc : testing::ReadShardDocs(root, shard)) {
+      packed.doc_lengths_by_shard.back().push_back(doc.size());
+      packed.docs.push_back(std::move(doc));
     }
   }
   return packed;
@@ -61,15 +49,14 @@ Packed ReadPacked(const mpi::Comm& comm, const std::string& root) {
 
 class PackTest : public ::testing::Test {
  protected:
-  // Rank 0 writes the inputs; every rank gets their paths.
+  // Rank 0 writes the inputs (every rank fails if it cannot); every rank gets their paths.
   std::vector<std::string> WriteInputs(
       const std::vector<std::pair<std::string, std::string>>& files) {
     std::vector<std::string> paths;
-    for (const auto& [name, content] : files) {
-      paths.push_back(dir_ / name);
-      if (comm_.rank() == 0) WriteText(paths.back(), content);
-    }
-    comm_.Barrier();
+    for (const auto& file : files) paths.push_back(dir_ / file.first);
+    testing::OnRankZero(comm_, [&] {
+      for (size_t i = 0; i < files.size(); ++i) testing::WriteText(paths[i], files[i].second);
+    });
     return paths;
   }
   PackSpec Spec(const std::vector<std::string>& inputs, const std::string& corpus) {
@@ -80,15 +67,7 @@ class PackTest : public ::testing::Test {
   }
   // Packing fails on every rank with one DataError naming all of `words`, leaving no shard.
   void ExpectPackFails(const PackSpec& spec, const std::vector<std::string>& words) {
-    try {
-      PackDataset(comm_, spec);
-      ADD_FAILURE() << "pack succeeded; expected: " << words[0];
-    } catch (const DataError& e) {
-      EXPECT_TRUE(e.collective()) << e.what();
-      for (const auto& w : words) {
-        EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << e.what();
-      }
-    }
+    ExpectCollectiveError<DataError>([&] { PackDataset(comm_, spec); }, words);
     comm_.Barrier();
     for (const auto& entry : fs::directory_iterator(spec.out)) {
       ADD_FAILURE() << "left behind after a failed pack: " << entry.path();
@@ -297,26 +276,14 @@ TEST_F(PackTest, RefusesAFullFolderUnlessForced) {
 
 TEST_F(PackTest, BadOptionsAndMissingInputsFailEveryRank) {
   PackSpec spec = Spec({dir_ / "missing.txt"}, "missing");
-  try {
-    PackDataset(comm_, spec);
-    ADD_FAILURE() << "packed a missing input";
-  } catch (const ConfigError& e) {
-    EXPECT_TRUE(e.collective());
-    EXPECT_NE(std::string(e.what()).find("missing.txt does not exist"), std::string::npos)
-        << e.what();
-  }
+  ExpectCollectiveError<ConfigError>([&] { PackDataset(comm_, spec); },
+                                     {"missing.txt does not exist"});
   spec.inputs.clear();
   spec.shard_tokens = 0;
   spec.field = "";
-  try {
-    PackDataset(comm_, spec);
-    ADD_FAILURE() << "accepted bad options";
-  } catch (const ConfigError& e) {
-    EXPECT_TRUE(e.collective());
-    for (const char* words : {"no inputs", "--shard-tokens", "--field"}) {
-      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-    }
-  }
+  ExpectCollectiveError<ConfigError>(
+      [&] { PackDataset(comm_, spec); },
+      {"bad pack options:", "no inputs", "--shard-tokens", "--field"});
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // `stoker synth` as a library call, at 1, 2 and 4 ranks: the corpus holds exactly what the spec
 // asks for, the bytes depend on the spec only (not on the run, not on the number of ranks),
-// --unique-tokens makes every token value occur once, and bad specs fail every rank together.
+// --unique-tokens makes every token value occur once, --force leaves no shard of an earlier run,
+// and bad specs fail every rank together.
 #include "io/synth.h"
 
 #include <fmt/format.h>
@@ -8,20 +9,20 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <numeric>
 #include <set>
 
 #include "common/test_support.h"
 #include "io/discovery.h"
-#include "io/token_reader.h"
 #include "stoker/error.h"
 
 namespace stoker {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::ExpectCollectiveError;
+using testing::OnRankZero;
+using testing::ReadFileBytes;
 
 SynthSpec ThreeDatasets(const std::string& out) {
   SynthSpec spec;
@@ -31,11 +32,6 @@ SynthSpec ThreeDatasets(const std::string& out) {
   spec.seed = 7;
   spec.vocab = 50304;
   return spec;
-}
-
-std::string ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // Relative paths of every file below `root`, sorted.
@@ -53,17 +49,18 @@ void ExpectSameFiles(const std::string& a, const std::string& b) {
   const auto files = ListFiles(a);
   EXPECT_EQ(files, ListFiles(b));
   for (const auto& file : files) {
-    EXPECT_TRUE(ReadBytes(a + "/" + file) == ReadBytes(b + "/" + file))
+    EXPECT_TRUE(ReadFileBytes(a + "/" + file) == ReadFileBytes(b + "/" + file))
         << file << " differs between " << a << " and " << b;
   }
 }
 
+// The shard's tokens, its documents one after the other.
 std::vector<int64_t> ReadAllTokens(const std::string& root, const ShardInfo& shard) {
-  ShardReader reader(root, shard);
-  std::vector<int64_t> tokens(shard.tokens);
-  std::vector<char> scratch;
-  reader.ReadTokens(0, shard.tokens, tokens.data(), &scratch);
-  return tokens;
+  std::vector<uint64_t> offsets;
+  const std::vector<uint64_t> tokens =
+      testing::Flatten(testing::ReadShardDocs(root, shard), &offsets);
+  EXPECT_EQ(tokens.size(), shard.tokens) << shard.path;
+  return std::vector<int64_t>(tokens.begin(), tokens.end());
 }
 
 class SynthTest : public ::testing::Test {
@@ -127,22 +124,21 @@ TEST_F(SynthTest, SameSpecSameBytesWhateverTheRanks) {
   SynthesizeCorpus(comm_, spec);
   spec.out = dir_ / "second";
   SynthesizeCorpus(comm_, spec);
-  if (comm_.rank() == 0) {
-    // Rank 0 alone writes the whole corpus once more.
-    mpi::Comm self(MPI_COMM_SELF);
-    spec.out = dir_ / "alone";
-    SynthesizeCorpus(self, spec);
+  // Rank 0 alone writes the whole corpus once more (if that throws, every rank fails with it).
+  OnRankZero(comm_, [&] {
+    SynthSpec alone = spec;
+    alone.out = dir_ / "alone";
+    SynthesizeCorpus(mpi::Comm(MPI_COMM_SELF), alone);
     ExpectSameFiles(dir_ / "first", dir_ / "second");
     ExpectSameFiles(dir_ / "first", dir_ / "alone");
-  }
-  comm_.Barrier();
+  });
   // And a different seed gives different tokens.
   spec.out = dir_ / "other-seed";
   spec.seed = 8;
   SynthesizeCorpus(comm_, spec);
   if (comm_.rank() == 0) {
-    EXPECT_FALSE(ReadBytes(dir_ / "first/web/part-00000.h5") ==
-                 ReadBytes(dir_ / "other-seed/web/part-00000.h5"));
+    EXPECT_FALSE(ReadFileBytes(dir_ / "first/web/part-00000.h5") ==
+                 ReadFileBytes(dir_ / "other-seed/web/part-00000.h5"));
   }
 }
 
@@ -179,31 +175,71 @@ TEST_F(SynthTest, RefusesAnExistingCorpusUnlessForced) {
   spec.out = dir_ / "again";
   spec.datasets = {{"a", 1000, 10}};
   SynthesizeCorpus(comm_, spec);
-  try {
-    SynthesizeCorpus(comm_, spec);
-    ADD_FAILURE() << "a second synth into the same folder succeeded";
-  } catch (const ConfigError& e) {
-    EXPECT_TRUE(e.collective());
-    EXPECT_NE(std::string(e.what()).find("already holds a corpus"), std::string::npos) << e.what();
-  }
+  ExpectCollectiveError<ConfigError>([&] { SynthesizeCorpus(comm_, spec); },
+                                     {"already holds a corpus", "--force"});
   spec.force = true;
   spec.datasets[0].tokens = 2000;
   SynthesizeCorpus(comm_, spec);
   EXPECT_EQ(DiscoverCorpus(comm_, spec.out).total_tokens(), 2000u);
 }
 
+// A forced rerun with fewer files must not leave the earlier run's extra shards in the corpus.
+TEST_F(SynthTest, ForceWithFewerFilesLeavesOnlyTheNewShards) {
+  SynthSpec spec;
+  spec.out = dir_ / "fewer";
+  spec.datasets = {{"a", 3000, 10}, {"b", 3000, 10}};
+  spec.files = 3;
+  SynthesizeCorpus(comm_, spec);
+  EXPECT_EQ(DiscoverCorpus(comm_, spec.out).shards.size(), 6u);
+  spec.force = true;
+  spec.files = 1;
+  spec.seed = 9;
+  const SynthStats stats = SynthesizeCorpus(comm_, spec);
+  EXPECT_EQ(stats.files, 2u);
+  const CorpusTable table = DiscoverCorpus(comm_, spec.out);
+  ASSERT_EQ(table.shards.size(), 2u);
+  EXPECT_EQ(table.shards[0].path, "a/part-00000.h5");
+  EXPECT_EQ(table.shards[1].path, "b/part-00000.h5");
+  EXPECT_EQ(table.total_tokens(), 6000u);
+  // The same bytes as a first run of that spec into an empty folder.
+  spec.out = dir_ / "fresh";
+  spec.force = false;
+  SynthesizeCorpus(comm_, spec);
+  OnRankZero(comm_, [&] { ExpectSameFiles(dir_ / "fewer", dir_ / "fresh"); });
+}
+
+// Shards that a forced synth would not replace (another dataset, another name) would mix with its
+// corpus: refused on every rank before anything is removed.
+TEST_F(SynthTest, ForceRefusesShardsItWouldNotReplace) {
+  SynthSpec spec;
+  spec.out = dir_ / "mixed";
+  spec.datasets = {{"a", 1000, 10}, {"b", 1000, 10}};
+  spec.files = 2;
+  SynthesizeCorpus(comm_, spec);
+  spec.force = true;
+  spec.datasets.pop_back();  // "b" stays from the first run
+  ExpectCollectiveError<ConfigError>([&] { SynthesizeCorpus(comm_, spec); },
+                                     {"b/part-00000.h5", "would mix", "remove it"});
+  EXPECT_TRUE(fs::exists(dir_ / "mixed/a/part-00001.h5")) << "removed before refusing";
+  // A shard of another name inside a dataset synth writes: refused too.
+  spec.datasets = {{"a", 1000, 10}, {"b", 1000, 10}};
+  OnRankZero(comm_, [&] { testing::WriteTestShard(dir_ / "mixed/a/extra/x.h5", {{1, 2}}); });
+  ExpectCollectiveError<ConfigError>([&] { SynthesizeCorpus(comm_, spec); },
+                                     {"a/extra/x.h5", "would mix"});
+  // Hidden folders and files at the root are no part of a corpus: no reason to refuse.
+  OnRankZero(comm_, [&] {
+    fs::remove_all(dir_ / "mixed/a/extra");
+    testing::WriteTestShard(dir_ / "mixed/.cache/x.h5", {{1}});
+    testing::WriteTestShard(dir_ / "mixed/stray.h5", {{1}});
+  });
+  EXPECT_EQ(SynthesizeCorpus(comm_, spec).files, 4u);
+  EXPECT_EQ(DiscoverCorpus(comm_, spec.out).shards.size(), 4u);
+}
+
 // A bad spec fails every rank with one collective ConfigError whose message names every problem.
 void ExpectBadSpec(const mpi::Comm& comm, const SynthSpec& spec,
                    const std::vector<std::string>& problems) {
-  try {
-    SynthesizeCorpus(comm, spec);
-    ADD_FAILURE() << "spec accepted; expected: " << problems[0];
-  } catch (const ConfigError& e) {
-    EXPECT_TRUE(e.collective()) << e.what();
-    for (const auto& words : problems) {
-      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-    }
-  }
+  ExpectCollectiveError<ConfigError>([&] { SynthesizeCorpus(comm, spec); }, problems);
   EXPECT_FALSE(fs::exists(spec.out)) << "a bad spec wrote " << spec.out;
 }
 

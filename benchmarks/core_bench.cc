@@ -1,0 +1,203 @@
+// bench_core: the cost of the loader's pure core, in one process (no MPI ranks, no I/O).
+//
+//   PermutationAt/{random,sequential}/n   Permutation::At for n = 10^3, 10^6, 10^9: one index per
+//                                         iteration, so the Time column is nanoseconds per index.
+//   MaterializedAt/{random,sequential}/n  the baseline: the same lookups in a std::vector<uint64_t>
+//                                         holding a shuffled [0, n) (what an index-based shuffle
+//                                         reads per index: n * 8 bytes per dataset and epoch), for
+//                                         n = 10^6 (8 MB) and 10^8 (800 MB).
+//   MaterializeShuffle/n                  building that vector (iota + Fisher-Yates with
+//                                         CounterRng), per element: what the index costs to make
+//                                         each epoch. The Time column is ns per element.
+//   DeriveKey, PermutationConstruct       a key derivation (xxh3 of purpose + 3 words), and
+//                                         DatasetOrder::Epoch (a DeriveKey and 6 round keys), both
+//                                         paid per document by RowPlanner.
+//   RowPlanner/mean_len/world             RowPlanner::NextRow with a fake DocLocator (lengths
+//                                         hashed from the document number, uniform in
+//                                         [1, 2 * mean_len - 1]; no I/O): 3 datasets of 200 M
+//                                         tokens each (weights 0.5, 0.3, 0.2), 65,536 logical
+//                                         shards, seq_len 4096, rank 0 of `world`; EndBatch and
+//                                         TakeDelta every 8 rows as the loader does. One row per
+//                                         iteration; counters rows/s, docs/s (documents started)
+//                                         and tokens/s (framed tokens placed in rows).
+// Random positions come from a precomputed table of 2^16 positions read in order, so the table
+// costs one sequential load per index in every variant. Figures, not a test.
+// Run: build/benchmarks/bench_core [--benchmark_filter=PermutationAt] [--benchmark_repetitions=5]
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <map>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/loader_state.h"
+#include "core/order.h"
+#include "core/permutation.h"
+#include "core/random.h"
+#include "core/row_planner.h"
+
+namespace {
+
+using stoker::CounterRng;
+using stoker::Permutation;
+
+constexpr uint64_t kTableSize = 1 << 16;  // random positions, reused cyclically
+constexpr uint64_t kKey = 0x5eed;
+
+std::vector<uint64_t> RandomPositions(uint64_t n) {
+  CounterRng rng(stoker::DeriveKey(7, "bench-positions", n));
+  std::vector<uint64_t> positions(kTableSize);
+  for (uint64_t& p : positions) p = rng.NextBelow(n);
+  return positions;
+}
+
+void PermutationAtRandom(benchmark::State& state) {
+  const auto n = static_cast<uint64_t>(state.range(0));
+  const Permutation permutation(n, kKey);
+  const std::vector<uint64_t> positions = RandomPositions(n);
+  uint64_t k = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(permutation.At(positions[k]));
+    k = (k + 1) & (kTableSize - 1);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void PermutationAtSequential(benchmark::State& state) {
+  const auto n = static_cast<uint64_t>(state.range(0));
+  const Permutation permutation(n, kKey);
+  uint64_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(permutation.At(i));
+    if (++i == n) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+// The index-based shuffle: iota, then Fisher-Yates from the top, with our own generator.
+std::vector<uint64_t> Materialize(uint64_t n) {
+  std::vector<uint64_t> index(n);
+  std::iota(index.begin(), index.end(), uint64_t{0});
+  CounterRng rng(kKey);
+  for (uint64_t i = n - 1; i > 0; --i) std::swap(index[i], index[rng.NextBelow(i + 1)]);
+  return index;
+}
+
+// Built once per size and kept (the random and sequential runs share it): the 10^8 vector takes
+// seconds to build and 800 MB.
+const std::vector<uint64_t>& MaterializedIndex(uint64_t n) {
+  static std::map<uint64_t, std::vector<uint64_t>> built;
+  auto it = built.find(n);
+  if (it == built.end()) it = built.emplace(n, Materialize(n)).first;
+  return it->second;
+}
+
+void MaterializedAtRandom(benchmark::State& state) {
+  const auto n = static_cast<uint64_t>(state.range(0));
+  const std::vector<uint64_t>& index = MaterializedIndex(n);
+  const std::vector<uint64_t> positions = RandomPositions(n);
+  uint64_t k = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(index[positions[k]]);
+    k = (k + 1) & (kTableSize - 1);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["index_MB"] = static_cast<double>(n * sizeof(uint64_t)) / 1e6;
+}
+
+void MaterializedAtSequential(benchmark::State& state) {
+  const auto n = static_cast<uint64_t>(state.range(0));
+  const std::vector<uint64_t>& index = MaterializedIndex(n);
+  uint64_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(index[i]);
+    if (++i == n) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["index_MB"] = static_cast<double>(n * sizeof(uint64_t)) / 1e6;
+}
+
+// One iteration builds a whole index; reported per element (items/s, and the counter).
+void MaterializeShuffle(benchmark::State& state) {
+  const auto n = static_cast<uint64_t>(state.range(0));
+  for (auto _ : state) benchmark::DoNotOptimize(Materialize(n).data());
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(n));
+  state.counters["ns_per_element"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * static_cast<double>(n),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void DeriveKey(benchmark::State& state) {
+  uint64_t epoch = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(stoker::DeriveKey(kKey, "epoch", epoch++));
+  state.SetItemsProcessed(state.iterations());
+}
+
+void PermutationConstruct(benchmark::State& state) {
+  const stoker::DatasetOrder order(kKey, "web", 1'000'000, 65536);
+  uint64_t epoch = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(order.Epoch(epoch++));
+  state.SetItemsProcessed(state.iterations());
+}
+
+uint64_t Hash(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Per iteration one row; EndBatch + TakeDelta every 8 rows, as Loader::MakeBatch does.
+void RowPlannerRows(benchmark::State& state) {
+  const auto mean_len = static_cast<uint64_t>(state.range(0));
+  const auto world = static_cast<uint64_t>(state.range(1));
+  constexpr uint64_t kTokensPerDataset = 200'000'000, kLogicalShards = 65536, kRowTokens = 4097;
+  constexpr uint64_t kDocsPerFile = 1 << 20;
+  stoker::PlannerConfig config{.seed = 1, .logical_shards = kLogicalShards, .world = world,
+                               .rank = 0, .row_tokens = kRowTokens, .bos = false};
+  const double weights[] = {0.5, 0.3, 0.2};
+  for (int d = 0; d < 3; ++d) {
+    config.datasets.push_back({"ds-" + std::to_string(d), kTokensPerDataset / mean_len,
+                               weights[d]});
+  }
+  auto locate = [mean_len](uint32_t dataset, uint64_t doc) {
+    const uint64_t length = 1 + Hash(doc ^ (uint64_t{dataset} << 56)) % (2 * mean_len - 1);
+    return stoker::DocSpan{static_cast<uint32_t>(doc / kDocsPerFile), doc * mean_len, length};
+  };
+  stoker::RowPlanner planner(config, stoker::InitialRankState(3, kLogicalShards, world, 0),
+                             locate);
+  std::vector<stoker::Segment> row;
+  uint64_t docs = 0, rows = 0;
+  for (auto _ : state) {
+    planner.NextRow(&row);
+    for (const stoker::Segment& s : row) docs += s.first == 0 ? 1 : 0;
+    if (++rows % 8 == 0) {
+      planner.EndBatch();
+      benchmark::DoNotOptimize(planner.TakeDelta());
+    }
+  }
+  state.counters["rows/s"] = benchmark::Counter(static_cast<double>(rows), benchmark::Counter::kIsRate);
+  state.counters["docs/s"] = benchmark::Counter(static_cast<double>(docs), benchmark::Counter::kIsRate);
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(rows * kRowTokens), benchmark::Counter::kIsRate);
+}
+
+constexpr int64_t kThousand = 1'000, kMillion = 1'000'000, kBillion = 1'000'000'000;
+
+BENCHMARK(PermutationAtRandom)->Name("PermutationAt/random")->Arg(kThousand)->Arg(kMillion)->Arg(kBillion);
+BENCHMARK(PermutationAtSequential)
+    ->Name("PermutationAt/sequential")->Arg(kThousand)->Arg(kMillion)->Arg(kBillion);
+BENCHMARK(MaterializedAtRandom)->Name("MaterializedAt/random")->Arg(kMillion)->Arg(100 * kMillion);
+BENCHMARK(MaterializedAtSequential)
+    ->Name("MaterializedAt/sequential")->Arg(kMillion)->Arg(100 * kMillion);
+BENCHMARK(MaterializeShuffle)->Arg(kMillion)->Unit(benchmark::kMillisecond);
+BENCHMARK(DeriveKey);
+BENCHMARK(PermutationConstruct);
+BENCHMARK(RowPlannerRows)
+    ->Name("RowPlanner")->ArgNames({"mean_len", "world"})
+    ->Args({1000, 1})->Args({1000, 4})->Args({4, 1})->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,445 @@
+// bench_loader: the Loader's throughput, time to first batch and memory, per MPI rank.
+//
+// A standalone MPI program (Google Benchmark does not know ranks); run it under mpirun:
+//   bench_loader --mode throughput|first-batch|memory [options]   (--help lists them)
+// Corpora are made once with SynthesizeCorpus (outside any timing) in DIR/<mode>-<size> and
+// reused by later runs (a hidden marker file records the spec). Before every measurement the
+// ranks read every file of the corpus once (file i by rank i mod W) so that it comes from the page
+// cache: these VMs reclaim it after about a minute idle.
+//   throughput   3 datasets, mean document length 1,000, uint16 tokens, 8 files each. Per rank,
+//                alternating, `repeat` times after one untimed warm-up of each:
+//                baseline: plain HDF5, no loader logic: h5::File::OpenReadOnly every file once
+//                  (untimed), then for uniformly random documents of the whole corpus ReadRaw two
+//                  /doc_offsets entries and ReadRaw the document's tokens in the file's own type,
+//                  until `tokens` tokens are read;
+//                loader: stoker::Loader (constructed untimed), Next() until `tokens` tokens are
+//                  delivered (EOS included); the time spent inside Next() is the trainer's wait.
+//                Medians per rank, the ratio loader / baseline, and totals over the ranks.
+//   first-batch  10,000 small files (4 datasets of 2,500 files of 2,000 tokens): seconds from the
+//                start of the Loader's construction to the end of the first Next(), slowest rank.
+//   memory       3 datasets of 4 files, mean document length 4, `docs` documents in all: VmRSS
+//                and VmHWM of every rank right before the Loader's construction (VmHWM reset
+//                there through /proc/self/clear_refs) and after `batches` batches. One corpus per
+//                process: freed heap of an earlier Loader would hide the next one's growth.
+// Rank 0 prints one plain line per measurement. Figures, not a test.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <malloc.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/check.h"
+#include "core/random.h"
+#include "core/token_type.h"
+#include "h5/h5.h"
+#include "io/discovery.h"
+#include "io/synth.h"
+#include "mpi/comm.h"
+#include "stoker/corpus.h"
+#include "stoker/error.h"
+#include "stoker/loader.h"
+
+namespace stoker {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: bench_loader --mode throughput|first-batch|memory [options]\n"
+    "  --mode MODE        what to measure (see the top of benchmarks/loader_bench.cc)\n"
+    "  --dir DIR          folder of the corpora, kept and reused; default /tmp/stoker-loader-bench\n"
+    "  --repeat R         timed runs per measurement; default 5\n"
+    "  --seq-len N        tokens per row minus one; default 4096\n"
+    "  --batch-size N     rows per batch per rank; default 8\n"
+    "  --tokens N         throughput: tokens each rank reads per run, baseline and loader alike;\n"
+    "                     default 100000000\n"
+    "  --corpus-tokens N  throughput: tokens of the corpus (uint16, 2 bytes each), split over\n"
+    "                     3 datasets; default 600000000 (1.2 GB)\n"
+    "  --step-ms X        throughput: milliseconds a simulated trainer sleeps after each batch;\n"
+    "                     default 0 (a trainer that never computes: all its time is wait)\n"
+    "  --files N          first-batch: files in the corpus (a multiple of 4); default 10000\n"
+    "  --docs N           memory: documents in the corpus (mean length 4); default 1000000\n"
+    "  --batches N        memory: batches pulled before measuring; default 200\n";
+
+struct Options {
+  std::string mode;
+  std::string dir = "/tmp/stoker-loader-bench";
+  uint64_t repeat = 5, seq_len = 4096, batch_size = 8, tokens = 100'000'000;
+  uint64_t corpus_tokens = 600'000'000, files = 10'000, docs = 1'000'000, batches = 200;
+  double step_ms = 0;
+  bool help = false;
+};
+
+uint64_t ParseCount(const std::string& flag, const std::string& text) {
+  size_t used = 0;
+  uint64_t value = 0;
+  try {
+    value = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  STOKER_CHECK(used == text.size() && !text.empty() && text[0] != '-' && value > 0, ConfigError,
+               "{} takes a positive integer; got '{}'", flag, text);
+  return value;
+}
+
+double ParseMilliseconds(const std::string& text) {
+  size_t used = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  STOKER_CHECK(used == text.size() && value >= 0, ConfigError,
+               "--step-ms takes a number of milliseconds >= 0; got '{}'", text);
+  return value;
+}
+
+Options ParseArgs(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i], value;
+    if (flag == "--help" || flag == "-h") {
+      o.help = true;
+      continue;
+    }
+    if (const size_t eq = flag.find('='); eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag.resize(eq);
+    } else {
+      STOKER_CHECK(i + 1 < argc, ConfigError, "{} needs a value (or unknown option)", flag);
+      value = argv[++i];
+    }
+    if (flag == "--mode") o.mode = value;
+    else if (flag == "--dir") o.dir = value;
+    else if (flag == "--repeat") o.repeat = ParseCount(flag, value);
+    else if (flag == "--seq-len") o.seq_len = ParseCount(flag, value);
+    else if (flag == "--batch-size") o.batch_size = ParseCount(flag, value);
+    else if (flag == "--tokens") o.tokens = ParseCount(flag, value);
+    else if (flag == "--corpus-tokens") o.corpus_tokens = ParseCount(flag, value);
+    else if (flag == "--files") o.files = ParseCount(flag, value);
+    else if (flag == "--docs") o.docs = ParseCount(flag, value);
+    else if (flag == "--batches") o.batches = ParseCount(flag, value);
+    else if (flag == "--step-ms") o.step_ms = ParseMilliseconds(value);
+    else throw ConfigError(fmt::format("unknown option '{}'", flag));
+  }
+  STOKER_CHECK(o.help || o.mode == "throughput" || o.mode == "first-batch" || o.mode == "memory",
+               ConfigError, "--mode must be throughput, first-batch or memory; got '{}'", o.mode);
+  STOKER_CHECK(o.files % 4 == 0 && !o.dir.empty(), ConfigError,
+               "--files must be a multiple of 4 and --dir non-empty");
+  return o;
+}
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Collective: every rank's `value`, indexed by rank, on every rank.
+std::vector<double> PerRank(const mpi::Comm& comm, double value) {
+  std::vector<double> all(comm.size(), 0.0);
+  all[comm.rank()] = value;
+  comm.SumInPlace(all);
+  return all;
+}
+
+std::string Marker(const SynthSpec& spec) {
+  std::string text = fmt::format("bench_loader v1 files={} seed={} vocab={}", spec.files,
+                                 spec.seed, spec.vocab);
+  for (const auto& d : spec.datasets) text += fmt::format(" {}:{}:{}", d.name, d.tokens, d.mean_doc_len);
+  return text + "\n";
+}
+
+// Collective. Makes the corpus unless an earlier run left it complete; true when it made it.
+bool EnsureCorpus(const mpi::Comm& comm, const SynthSpec& spec) {
+  std::string complete = "0";
+  if (comm.rank() == 0) {
+    std::ifstream in(spec.out + "/.bench-complete");
+    std::stringstream text;
+    text << in.rdbuf();
+    if (in.good() && text.str() == Marker(spec)) complete = "1";
+  }
+  comm.Broadcast(&complete, 0);
+  if (complete == "1") return false;
+  const auto start = Clock::now();
+  const SynthStats stats = SynthesizeCorpus(comm, spec);
+  mpi::FailTogether(comm, [&] {
+    if (comm.rank() == 0) std::ofstream(spec.out + "/.bench-complete") << Marker(spec);
+  });
+  if (comm.rank() == 0) {
+    std::printf("# made %s: %llu files, %llu docs, %llu tokens, %.2f GB in %.1f s\n",
+                spec.out.c_str(), static_cast<unsigned long long>(stats.files),
+                static_cast<unsigned long long>(stats.docs),
+                static_cast<unsigned long long>(stats.tokens), stats.bytes / 1e9, Since(start));
+  }
+  return true;
+}
+
+// Collective: file i read whole by rank i mod W, so the next measurement reads the page cache.
+void Warm(const mpi::Comm& comm, const CorpusTable& table) {
+  std::vector<char> buffer(4 << 20);
+  for (size_t i = comm.rank(); i < table.shards.size(); i += comm.size()) {
+    const std::string path = table.root + "/" + table.shards[i].path;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    STOKER_CHECK(fd >= 0, IoError, "cannot open {}", path);
+    while (::read(fd, buffer.data(), buffer.size()) > 0) {
+    }
+    ::close(fd);
+  }
+  comm.Barrier();
+}
+
+LoaderConfig ConfigFor(const Options& o, const std::string& root) {
+  return LoaderConfig{.data = root, .seq_len = o.seq_len, .batch_size = o.batch_size, .seed = 1};
+}
+
+// ---- throughput ----------------------------------------------------------------------------
+
+struct Rate {
+  double seconds = 0;
+  uint64_t tokens = 0;
+  double wait = 0;   // loader: seconds inside Next()
+  double setup = 0;  // loader: seconds of the construction
+};
+
+// Random whole documents with plain HDF5 calls: the floor any loader on these files pays.
+Rate RunBaseline(const CorpusTable& table, uint64_t target, uint64_t key) {
+  std::vector<h5::File> files;
+  std::vector<uint64_t> first_doc;  // per file: the first global document number
+  uint64_t docs = 0;
+  for (const ShardInfo& s : table.shards) {
+    files.push_back(h5::File::OpenReadOnly(table.root + "/" + s.path));
+    first_doc.push_back(docs);
+    docs += s.docs;
+  }
+  CounterRng rng(key);
+  std::vector<char> buffer;
+  Rate rate;
+  const auto start = Clock::now();
+  while (rate.tokens < target) {
+    const uint64_t doc = rng.NextBelow(docs);
+    const size_t f = std::upper_bound(first_doc.begin(), first_doc.end(), doc) - first_doc.begin() - 1;
+    uint64_t offsets[2];
+    files[f].ReadRaw("/doc_offsets", doc - first_doc[f], 2, offsets);
+    const uint64_t length = offsets[1] - offsets[0];
+    if (length == 0) continue;
+    buffer.resize(std::max<size_t>(buffer.size(), length * TokenTypeSize(table.shards[f].token_type)));
+    files[f].ReadRaw("/tokens", offsets[0], length, buffer.data());
+    rate.tokens += length;
+  }
+  rate.seconds = Since(start);
+  return rate;
+}
+
+// Collective (construction). Pulls whole batches until `target` tokens are delivered.
+Rate RunLoader(const mpi::Comm& comm, const LoaderConfig& config, uint64_t target, double step_ms) {
+  Rate rate;
+  auto start = Clock::now();
+  Loader loader(comm.get(), config);
+  rate.setup = Since(start);
+  comm.Barrier();
+  const uint64_t batch_tokens = config.batch_size * (config.seq_len + 1);
+  start = Clock::now();
+  while (rate.tokens < target) {
+    const auto asked = Clock::now();
+    const std::optional<Batch> batch = loader.Next();
+    rate.wait += Since(asked);
+    STOKER_CHECK(batch && batch->tokens.size() == batch_tokens, InternalError,
+                 "rank {}: a batch of {} tokens, expected {}", comm.rank(),
+                 batch ? batch->tokens.size() : 0, batch_tokens);
+    rate.tokens += batch->tokens.size();
+    if (step_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(step_ms));
+  }
+  rate.seconds = Since(start);
+  return rate;
+}
+
+void Throughput(const mpi::Comm& comm, const Options& o) {
+  const std::string root = fmt::format("{}/throughput-{}", o.dir, o.corpus_tokens);
+  SynthSpec spec{.out = root, .files = 8, .seed = 1, .force = true};
+  for (const char* name : {"books", "code", "web"}) {
+    spec.datasets.push_back({name, o.corpus_tokens / 3, 1000.0});
+  }
+  EnsureCorpus(comm, spec);
+  const CorpusTable table = DiscoverCorpus(comm, root);
+  const LoaderConfig config = ConfigFor(o, root);
+  std::vector<std::vector<double>> base(comm.size()), load(comm.size()), wait(comm.size());
+  std::vector<double> setup, base_total, load_total;
+  for (uint64_t rep = 0; rep <= o.repeat; ++rep) {  // rep 0: untimed warm-up, a tenth as long
+    const uint64_t target = rep == 0 ? o.tokens / 10 : o.tokens;
+    Warm(comm, table);
+    const Rate b = RunBaseline(table, target, DeriveKey(1, "baseline", comm.rank(), rep));
+    const auto b_rates = PerRank(comm, b.tokens / b.seconds);
+    Warm(comm, table);
+    const Rate l = RunLoader(comm, config, target, o.step_ms);
+    const auto l_rates = PerRank(comm, l.tokens / l.seconds);
+    const auto l_wait = PerRank(comm, l.wait / l.seconds);
+    const double l_setup = comm.Max(static_cast<uint64_t>(l.setup * 1e9)) * 1e-9;
+    if (rep == 0) continue;
+    for (int r = 0; r < comm.size(); ++r) {
+      base[r].push_back(b_rates[r]);
+      load[r].push_back(l_rates[r]);
+      wait[r].push_back(l_wait[r]);
+    }
+    base_total.push_back(std::accumulate(b_rates.begin(), b_rates.end(), 0.0));
+    load_total.push_back(std::accumulate(l_rates.begin(), l_rates.end(), 0.0));
+    setup.push_back(l_setup);
+  }
+  if (comm.rank() != 0) return;
+  std::printf("# throughput: %zu files, %llu docs, %llu tokens; %llu tokens per rank per run, "
+              "%llu runs, step %.1f ms; rates in M tokens/s\n",
+              table.shards.size(), static_cast<unsigned long long>(table.total_docs()),
+              static_cast<unsigned long long>(table.total_tokens()),
+              static_cast<unsigned long long>(o.tokens), static_cast<unsigned long long>(o.repeat),
+              o.step_ms);
+  for (int r = 0; r < comm.size(); ++r) {
+    const double b = Median(base[r]), l = Median(load[r]);
+    std::printf("throughput ranks=%d rank=%d baseline=%.1f loader=%.1f loader/baseline=%.2f "
+                "wait_fraction=%.3f\n",
+                comm.size(), r, b / 1e6, l / 1e6, l / b, Median(wait[r]));
+  }
+  const double b = Median(base_total), l = Median(load_total);
+  std::printf("throughput ranks=%d total baseline=%.1f [%.1f..%.1f] loader=%.1f [%.1f..%.1f] "
+              "loader/baseline=%.2f loader_setup_s=%.3f\n",
+              comm.size(), b / 1e6, *std::min_element(base_total.begin(), base_total.end()) / 1e6,
+              *std::max_element(base_total.begin(), base_total.end()) / 1e6, l / 1e6,
+              *std::min_element(load_total.begin(), load_total.end()) / 1e6,
+              *std::max_element(load_total.begin(), load_total.end()) / 1e6, l / b, Median(setup));
+}
+
+// ---- first batch ---------------------------------------------------------------------------
+
+void FirstBatch(const mpi::Comm& comm, const Options& o) {
+  const std::string root = fmt::format("{}/first-batch-{}", o.dir, o.files);
+  SynthSpec spec{.out = root, .files = static_cast<uint32_t>(o.files / 4), .seed = 2,
+                 .force = true};
+  for (const char* name : {"a", "b", "c", "d"}) spec.datasets.push_back({name, o.files / 4 * 2000, 200.0});
+  EnsureCorpus(comm, spec);
+  const CorpusTable table = DiscoverCorpus(comm, root);
+  const LoaderConfig config = ConfigFor(o, root);
+  std::vector<double> construct, first;
+  for (uint64_t rep = 0; rep <= o.repeat; ++rep) {  // rep 0: untimed warm-up
+    Warm(comm, table);
+    const auto start = Clock::now();
+    double built = 0, done = 0;
+    {
+      Loader loader(comm.get(), config);
+      built = Since(start);
+      STOKER_CHECK(loader.Next().has_value(), InternalError, "no first batch");
+      done = Since(start);
+    }
+    const double max_built = comm.Max(static_cast<uint64_t>(built * 1e9)) * 1e-9;
+    const double max_done = comm.Max(static_cast<uint64_t>(done * 1e9)) * 1e-9;
+    if (rep == 0) continue;
+    construct.push_back(max_built);
+    first.push_back(max_done);
+  }
+  if (comm.rank() != 0) return;
+  std::printf("# first-batch: %zu files, %llu docs, %llu tokens; slowest rank per run, %llu runs\n",
+              table.shards.size(), static_cast<unsigned long long>(table.total_docs()),
+              static_cast<unsigned long long>(table.total_tokens()),
+              static_cast<unsigned long long>(o.repeat));
+  std::printf("first-batch ranks=%d files=%zu construct_s=%.3f first_batch_s=%.3f [%.3f..%.3f]\n",
+              comm.size(), table.shards.size(), Median(construct), Median(first),
+              *std::min_element(first.begin(), first.end()),
+              *std::max_element(first.begin(), first.end()));
+}
+
+// ---- memory --------------------------------------------------------------------------------
+
+// VmRSS and VmHWM of this process in MB (10^6 bytes).
+std::pair<double, double> ResidentMb() {
+  std::ifstream status("/proc/self/status");
+  double rss = 0, hwm = 0;
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with("VmRSS:")) rss = std::stod(line.substr(6)) * 1024 / 1e6;
+    if (line.starts_with("VmHWM:")) hwm = std::stod(line.substr(6)) * 1024 / 1e6;
+  }
+  return {rss, hwm};
+}
+
+void Memory(const mpi::Comm& comm, const Options& o) {
+  const std::string root = fmt::format("{}/memory-{}", o.dir, o.docs);
+  SynthSpec spec{.out = root, .files = 4, .seed = 3, .force = true};
+  for (const char* name : {"books", "code", "web"}) spec.datasets.push_back({name, o.docs * 4 / 3, 4.0});
+  const bool made = EnsureCorpus(comm, spec);
+  const CorpusTable table = DiscoverCorpus(comm, root);
+  Warm(comm, table);
+  ::malloc_trim(0);
+  std::ofstream("/proc/self/clear_refs") << "5";  // VmHWM := VmRSS
+  const auto [rss0, hwm0] = ResidentMb();
+  const auto start = Clock::now();
+  Loader loader(comm.get(), ConfigFor(o, root));
+  for (uint64_t b = 0; b < o.batches; ++b) {
+    STOKER_CHECK(loader.Next().has_value(), InternalError, "no batch {}", b);
+  }
+  const double seconds = Since(start);
+  const auto [rss1, hwm1] = ResidentMb();
+  const std::vector<std::vector<double>> v = {PerRank(comm, rss0), PerRank(comm, hwm0),
+                                              PerRank(comm, rss1), PerRank(comm, hwm1),
+                                              PerRank(comm, seconds)};
+  if (comm.rank() != 0) return;
+  std::printf("# memory: %zu files, %llu docs, %llu tokens; %llu batches; MB = 10^6 bytes%s\n",
+              table.shards.size(), static_cast<unsigned long long>(table.total_docs()),
+              static_cast<unsigned long long>(table.total_tokens()),
+              static_cast<unsigned long long>(o.batches),
+              made ? "; CORPUS MADE IN THIS PROCESS: run again for clean figures" : "");
+  for (int r = 0; r < comm.size(); ++r) {
+    std::printf("memory ranks=%d rank=%d docs=%llu before_rss=%.1f before_hwm=%.1f after_rss=%.1f "
+                "after_hwm=%.1f hwm_growth=%.1f after_hwm/before_hwm=%.3f seconds=%.2f\n",
+                comm.size(), r, static_cast<unsigned long long>(table.total_docs()), v[0][r],
+                v[1][r], v[2][r], v[3][r], v[3][r] - v[1][r], v[3][r] / v[1][r], v[4][r]);
+  }
+}
+
+}  // namespace
+}  // namespace stoker
+
+int main(int argc, char** argv) {
+  stoker::mpi::Session session(&argc, &argv);
+  int exit_code = 0;
+  {
+    stoker::mpi::Comm world(MPI_COMM_WORLD);
+    try {
+      const stoker::Options options = stoker::ParseArgs(argc, argv);
+      if (options.help) {
+        if (world.rank() == 0) std::fputs(stoker::kUsage, stdout);
+      } else if (options.mode == "throughput") {
+        stoker::Throughput(world, options);
+      } else if (options.mode == "first-batch") {
+        stoker::FirstBatch(world, options);
+      } else {
+        stoker::Memory(world, options);
+      }
+    } catch (const stoker::ConfigError& e) {
+      if (world.rank() == 0) std::fprintf(stderr, "bench_loader: %s\n%s", e.what(), stoker::kUsage);
+      exit_code = 2;
+    } catch (const stoker::Error& e) {
+      if (!e.collective()) {
+        std::fprintf(stderr, "bench_loader: rank %d: %s\n", world.rank(), e.what());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
+      if (world.rank() == 0) std::fprintf(stderr, "bench_loader: %s\n", e.what());
+      exit_code = 1;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_loader: rank %d: %s\n", world.rank(), e.what());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  }
+  return exit_code;
+}

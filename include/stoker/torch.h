@@ -1,0 +1,33 @@
+// The tensor edge: stoker's batches as libtorch tensors. The only stoker header that needs
+// libtorch (link stoker_torch); everything else works without it, and a process that does not
+// make tensors should not link libtorch (it starts about 1.2 s later).
+//
+// ToTensors moves a Batch's buffer into an int64 tensor without copying: the tensor owns it.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "stoker/loader.h"
+
+namespace stoker {
+
+struct TensorBatch {
+  at::Tensor tokens;  // int64 [batch_size, seq_len + 1], on the CPU
+  uint64_t step = 0;
+  std::vector<uint64_t> dataset_tokens;  // per dataset (corpus order): tokens in this batch
+
+  // Views, no copies: inputs are the rows without their last token, labels without their first.
+  at::Tensor inputs() const { return tokens.narrow(1, 0, tokens.size(1) - 1); }
+  at::Tensor labels() const { return tokens.narrow(1, 1, tokens.size(1) - 1); }
+};
+
+TensorBatch ToTensors(Batch&& batch);
+
+// loader.Next() as tensors.
+std::optional<TensorBatch> NextTensors(Loader& loader);
+
+}  // namespace stoker

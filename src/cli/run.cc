@@ -1,0 +1,179 @@
+// `stoker run --data CORPUS ...`: pulls batches from the Loader as a trainer would, until step N.
+// Rank 0 shows progress and ends with one JSON line on stdout. With --dump DIR every rank writes
+// each batch it delivers, before it takes the next, to DIR/rank-<r>.bin (raw little-endian int64
+// rows of seq_len + 1 tokens), for tests and for checking a run's order by hand.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "cli/commands.h"
+#include "core/weights.h"
+#include "stoker/loader.h"
+
+namespace stoker::cli {
+
+namespace {
+
+struct RunOptions {
+  LoaderConfig config;
+  std::string weights;  // NAME=W,... parsed at run time
+  std::optional<int64_t> eos_id;
+  std::optional<int64_t> bos_id;
+  uint64_t steps = 100;
+  std::string dump;
+  std::string config_file;  // --config
+};
+
+// DIR/rank-<r>.bin, created afresh; every batch goes out with write(2) before the next one is
+// taken, so a run killed at any moment leaves every batch it delivered in its dump.
+class Dump {
+ public:
+  Dump(const std::string& dir, int rank) : path_(fmt::format("{}/rank-{}.bin", dir, rank)) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    STOKER_CHECK(fd_ >= 0, IoError, "cannot create {}: {}", path_, std::strerror(errno));
+  }
+  ~Dump() { ::close(fd_); }
+  void Write(const Batch& batch) {
+    const char* bytes = reinterpret_cast<const char*>(batch.tokens.data());
+    size_t left = batch.tokens.size() * sizeof(int64_t);
+    while (left > 0) {
+      const ssize_t n = ::write(fd_, bytes, left);
+      if (n < 0 && errno == EINTR) continue;
+      STOKER_CHECK(n > 0, IoError, "writing {} failed: {}", path_, std::strerror(errno));
+      bytes += n;
+      left -= static_cast<size_t>(n);
+    }
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+// CLI11 2.1 reads a config file for the main app only (App::_process_config_file), never for a
+// subcommand's set_config, so --config is applied here, after parsing: each key sets the option
+// of that long name unless the command line gave it.
+void ApplyConfigFile(CLI::App* sub, const std::string& path) {
+  try {
+    for (const CLI::ConfigItem& item : CLI::ConfigTOML().from_file(path)) {
+      if (item.name == "++" || item.name == "--") continue;  // CLI11's section markers
+      CLI::Option* option = sub->get_option_no_throw("--" + item.name);
+      STOKER_CHECK(option != nullptr && item.name != "config", ConfigError,
+                   "--config {}: stoker run has no option --{}", path, item.name);
+      if (option->count() > 0) continue;  // the command line wins
+      option->add_result(item.inputs);
+      option->run_callback();  // converts and checks the value as the command line would
+    }
+  } catch (const CLI::Error& e) {
+    throw ConfigError(fmt::format("--config {}: {}", path, e.what()));
+  }
+}
+
+double Since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int RunRun(const RunOptions& options, const mpi::Comm& world) {
+  LoaderConfig config = options.config;
+  config.eos_id = options.eos_id;
+  config.bos_id = options.bos_id;
+  mpi::FailTogether(world, [&] { config.weights = ParseWeights(options.weights); });
+  const auto start = std::chrono::steady_clock::now();
+  Loader loader(world.get(), config);
+  const double startup = Since(start);
+  std::optional<Dump> dump;
+  if (!options.dump.empty()) dump.emplace(options.dump, world.rank());
+
+  const auto streaming = std::chrono::steady_clock::now();
+  double waiting = 0, last_report = 0;
+  uint64_t tokens = 0, step = 0;
+  while (step < options.steps) {
+    const auto asked = std::chrono::steady_clock::now();
+    std::optional<Batch> batch = loader.Next();
+    waiting += Since(asked);
+    if (!batch) break;
+    step = batch->step;
+    tokens += batch->tokens.size();
+    if (dump) dump->Write(*batch);
+    if (const double now = Since(streaming); now - last_report >= 5 && world.rank() == 0) {
+      spdlog::info("run: step {} of {}, {:.1f} M tokens/s on this rank", step, options.steps,
+                   tokens / now / 1e6);
+      last_report = now;
+    }
+  }
+  const double seconds = Since(streaming);
+  const uint64_t all_tokens = world.Sum(tokens);
+  const double max_wait = static_cast<double>(world.Max(static_cast<uint64_t>(waiting * 1e6)));
+  if (world.rank() == 0) {
+    nlohmann::json line = {{"ranks", world.size()}, {"steps", step}, {"tokens", all_tokens},
+                           {"seconds", seconds},
+                           {"tokens_per_second", seconds > 0 ? all_tokens / seconds : 0.0},
+                           {"tokens_per_second_per_rank",
+                            seconds > 0 ? all_tokens / seconds / world.size() : 0.0},
+                           {"startup_seconds", startup}, {"max_wait_seconds", max_wait / 1e6},
+                           {"seq_len", config.seq_len}, {"batch_size", config.batch_size}};
+    std::puts(line.dump().c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command SetupRun(CLI::App& app) {
+  auto options = std::make_shared<RunOptions>();
+  LoaderConfig& c = options->config;
+  CLI::App* sub = app.add_subcommand(
+      "run",
+      "Pull batches from the loader as a trainer would, until step --steps. Every rank streams its "
+      "own rows of seq-len + 1 tokens; together the ranks see every document once per epoch, "
+      "globally shuffled, mixed by --weights. Rank 0 ends by printing one JSON line (ranks, "
+      "steps, tokens of all ranks, seconds, tokens_per_second, startup and wait times).");
+  sub->add_option("--config", options->config_file,
+                  "Read options from a TOML or INI file (keys are the long option names, e.g. "
+                  "seq-len = 2048); flags given on the command line win");
+  sub->add_option("--data", c.data, "Corpus folder (see docs/format.md)")->required();
+  sub->add_option("--weights", options->weights,
+                  "Mixing weights as NAME=W,NAME=W (relative; datasets not named are not read). "
+                  "Default: proportional to each dataset's tokens");
+  sub->add_option("--seq-len", c.seq_len, "Tokens per training sequence; rows hold seq-len + 1")
+      ->capture_default_str();
+  sub->add_option("--batch-size", c.batch_size, "Rows per batch on each rank")
+      ->capture_default_str();
+  sub->add_option("--steps", options->steps, "Stop after this global step")->capture_default_str();
+  sub->add_option("--seed", c.seed, "Seed of the order (same seed, same order)")
+      ->capture_default_str();
+  sub->add_option("--logical-shards", c.logical_shards,
+                  "Units of the order that ranks own; any rank count up to it works")
+      ->capture_default_str();
+  sub->add_option("--eos-id", options->eos_id,
+                  "End-of-document token appended to every document (default: the corpus's "
+                  "eos_id attribute, else 0)");
+  sub->add_option("--bos-id", options->bos_id,
+                  "Beginning-of-document token put before every document (default: none)");
+  sub->add_option("--prefetch", c.prefetch, "Batches each rank reads ahead")
+      ->capture_default_str();
+  sub->add_option("--dump", options->dump,
+                  "Write every delivered batch to DIR/rank-<r>.bin (raw little-endian int64 rows "
+                  "of seq-len + 1 tokens), each before the next batch is taken");
+  return {sub, [options, sub](const mpi::Comm& world) {
+            if (!options->config_file.empty()) {
+              mpi::FailTogether(world, [&] { ApplyConfigFile(sub, options->config_file); });
+            }
+            return RunRun(*options, world);
+          }};
+}
+
+}  // namespace stoker::cli

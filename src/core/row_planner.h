@@ -1,0 +1,113 @@
+// RowPlanner: which tokens go into each row a rank delivers. Pure: no I/O, no MPI, no clock.
+//
+// A rank's stream is its documents one after another, each framed as [BOS] tokens EOS (BOS only
+// when the loader has one; empty documents are skipped, with no EOS), cut into consecutive,
+// non-overlapping rows of `row_tokens` (= seq_len + 1) tokens. A document cut by a row's end goes
+// on in the next row: no token is dropped and none is padded.
+//
+// The next document comes from the dataset the Mixer picks; within that dataset, from the rank's
+// logical shards in turn, each cycle visiting every non-empty one once in a random order keyed
+// by (seed, dataset, world, rank, generation, cycle); within a logical shard, from the next
+// position of its slice of the epoch's order (DatasetOrder). A shard at the end of its slice
+// wraps to its next epoch, on its own: a small dataset with a large weight is upsampled. Cycles
+// pass over shards already ahead of the rank's least advanced one, so a rank delivers all of its
+// share of a dataset's epoch e before any document of epoch e + 1 (slices differ by at most one
+// document, so this costs at most one pass of skips per epoch).
+//
+// Document lengths come from a DocLocator the caller supplies (the loader reads document offsets;
+// tests make them up). The state (RankState) is a value the planner advances; copy it between
+// rows to checkpoint.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/loader_state.h"
+#include "core/mixer.h"
+#include "core/order.h"
+
+namespace stoker {
+
+struct PlannerDataset {
+  std::string name;
+  uint64_t docs = 0;
+  double weight = 0;  // relative; 0: never read
+};
+
+struct PlannerConfig {
+  uint64_t seed = 0;
+  uint64_t logical_shards = 1;
+  uint64_t world = 1;
+  uint64_t rank = 0;
+  uint64_t row_tokens = 1;  // seq_len + 1
+  bool bos = false;         // frame documents with a BOS as well as an EOS
+  std::vector<PlannerDataset> datasets;
+};
+
+// Where a document's tokens are: `length` tokens from `begin` in file `file` of the corpus table.
+struct DocSpan {
+  uint32_t file = 0;
+  uint64_t begin = 0;
+  uint64_t length = 0;
+  bool operator==(const DocSpan&) const = default;
+};
+
+using DocLocator = std::function<DocSpan(uint32_t dataset, uint64_t doc)>;
+
+// A run of one document's framed tokens within a row: framed positions [first, first + count).
+// With BOS, framed position 0 is BOS, 1..length the tokens, length + 1 the EOS; without, 0..length-1
+// are the tokens and `length` is the EOS.
+struct Segment {
+  uint32_t dataset = 0;
+  uint64_t doc = 0;  // document number within the dataset
+  DocSpan span;
+  uint64_t first = 0;
+  uint64_t count = 0;
+  uint64_t shard = 0;  // logical shard and epoch it came from (for tests and diagnostics)
+  uint64_t epoch = 0;
+};
+
+class RowPlanner {
+ public:
+  RowPlanner(PlannerConfig config, RankState state, DocLocator locate);
+
+  // Replaces `row` with the segments of the next row; they add up to row_tokens. Throws
+  // DataError when this rank has no document to deliver.
+  void NextRow(std::vector<Segment>* row);
+
+  // Counts a batch as delivered: the step goes up by one.
+  void EndBatch() { ++state_.step; }
+  // What changed since the last call (or since construction).
+  StateDelta TakeDelta();
+
+  const RankState& state() const { return state_; }
+  const PlannerConfig& config() const { return config_; }
+  uint64_t framed_length(uint64_t length) const { return length == 0 ? 0 : length + extra_; }
+
+ private:
+  // Picks the next document and makes it the front of state_.unfinished.
+  void StartNextDocument();
+  bool StartDocumentOf(uint32_t dataset);
+  uint64_t NextShard(uint32_t dataset);
+  void Advance(uint64_t shard, uint32_t dataset);
+  void FindLeastEpoch(uint32_t dataset);
+  ShardCursor& Touch(uint64_t shard, uint32_t dataset);
+
+  PlannerConfig config_;
+  RankState state_;
+  DocLocator locate_;
+  Mixer mixer_;
+  uint64_t extra_;                             // 1 (EOS) or 2 (BOS and EOS)
+  std::vector<DatasetOrder> orders_;
+  std::vector<uint64_t> interleave_keys_;      // per dataset: from (seed, name, world, rank, generation)
+  std::vector<std::vector<uint64_t>> active_;  // per dataset: owned shards with documents
+  std::vector<uint64_t> rank_docs_;            // per dataset: documents in those shards
+  std::vector<bool> available_;
+  std::vector<uint64_t> least_epoch_;         // per dataset: lowest epoch of its active shards
+  std::vector<uint64_t> at_least_epoch_;      // per dataset: active shards in that epoch
+  std::vector<uint64_t> touched_;              // cursor indices changed since TakeDelta
+};
+
+}  // namespace stoker

@@ -1,0 +1,146 @@
+// The Loader: SetUpLoader (collective), then a reading thread that plans rows, reads their tokens
+// and queues finished batches; Next() takes them in order on the trainer's thread.
+#include "stoker/loader.h"
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "base/check.h"
+#include "core/loader_state.h"
+#include "io/batch_reader.h"
+#include "io/doc_index.h"
+#include "loader/loader_setup.h"
+
+namespace stoker {
+
+class Loader::Impl {
+ public:
+  Impl(MPI_Comm comm, const LoaderConfig& config);
+  ~Impl();
+
+  std::optional<Batch> Next();
+  const LoaderSetup& setup() const { return setup_; }
+  const RankState& delivered() const { return delivered_; }
+  int rank() const { return comm_.rank(); }
+  int size() const { return comm_.size(); }
+
+ private:
+  struct Ready {
+    Batch batch;
+    StateDelta delta;
+  };
+  void ReadAhead();
+  Ready MakeBatch();
+
+  mpi::Comm comm_;
+  LoaderConfig config_;
+  LoaderSetup setup_;
+  RankState delivered_;  // the state after the last batch Next() returned (trainer's thread)
+
+  // The reading thread's own: the planner runs ahead of delivered_.
+  ShardPool pool_;
+  DocIndex index_;
+  BatchReader reader_;
+  RowPlanner planner_;
+  std::vector<std::vector<Segment>> rows_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Ready> queue_;
+  std::exception_ptr error_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: starts when everything above exists
+};
+
+Loader::Impl::Impl(MPI_Comm comm, const LoaderConfig& config)
+    : comm_(comm),
+      config_(config),
+      setup_(SetUpLoader(comm_, config_)),
+      delivered_(InitialRankState(setup_.table.datasets.size(), config_.logical_shards,
+                                  comm_.size(), comm_.rank())),
+      pool_(setup_.table, config_.max_open_files),
+      index_(setup_.table, &pool_, config_.offset_cache_bytes),
+      reader_(&pool_, setup_.eos_id, setup_.bos_id),
+      planner_(setup_.planner, delivered_,
+               [this](uint32_t dataset, uint64_t doc) { return index_.Locate(dataset, doc); }),
+      rows_(config_.batch_size),
+      thread_([this] { ReadAhead(); }) {}
+
+Loader::Impl::~Impl() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+void Loader::Impl::ReadAhead() {
+  try {
+    while (true) {
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return stopping_ || queue_.size() < config_.prefetch; });
+        if (stopping_) return;
+      }
+      Ready ready = MakeBatch();
+      {
+        std::lock_guard lock(mutex_);
+        queue_.push_back(std::move(ready));
+      }
+      changed_.notify_all();
+    }
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    error_ = std::current_exception();
+    changed_.notify_all();
+  }
+}
+
+Loader::Impl::Ready Loader::Impl::MakeBatch() {
+  Ready ready;
+  Batch& batch = ready.batch;
+  batch.rows = config_.batch_size;
+  batch.row_tokens = config_.seq_len + 1;
+  batch.dataset_tokens.assign(setup_.table.datasets.size(), 0);
+  for (auto& row : rows_) {
+    planner_.NextRow(&row);
+    for (const Segment& s : row) batch.dataset_tokens[s.dataset] += s.count;
+  }
+  planner_.EndBatch();
+  batch.step = planner_.state().step;
+  ready.delta = planner_.TakeDelta();
+  batch.tokens.resize(batch.rows * batch.row_tokens);
+  reader_.Fill(rows_, batch.row_tokens, batch.tokens.data());
+  return ready;
+}
+
+std::optional<Batch> Loader::Impl::Next() {
+  Ready ready;
+  {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return !queue_.empty() || error_; });
+    if (queue_.empty()) std::rethrow_exception(error_);
+    ready = std::move(queue_.front());
+    queue_.pop_front();
+  }
+  changed_.notify_all();
+  ApplyDelta(ready.delta, &delivered_);
+  return std::move(ready.batch);
+}
+
+Loader::Loader(MPI_Comm comm, const LoaderConfig& config)
+    : impl_(std::make_unique<Impl>(comm, config)) {}
+Loader::~Loader() = default;
+std::optional<Batch> Loader::Next() { return impl_->Next(); }
+const CorpusTable& Loader::corpus() const { return impl_->setup().table; }
+const std::vector<double>& Loader::weights() const { return impl_->setup().weights; }
+int64_t Loader::eos_id() const { return impl_->setup().eos_id; }
+std::optional<int64_t> Loader::bos_id() const { return impl_->setup().bos_id; }
+int Loader::rank() const { return impl_->rank(); }
+int Loader::world_size() const { return impl_->size(); }
+
+}  // namespace stoker

@@ -1,0 +1,31 @@
+// What the Loader works out, collectively, before it streams: the corpus table, the weights,
+// EOS/BOS, and the planner's configuration. Every rank computes the same from the same table, so
+// every check fails on every rank together.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/row_planner.h"
+#include "mpi/comm.h"
+#include "stoker/loader.h"
+
+namespace stoker {
+
+struct LoaderSetup {
+  CorpusTable table;
+  std::vector<double> weights;  // normalized, corpus order
+  int64_t eos_id = 0;
+  std::optional<int64_t> bos_id;
+  PlannerConfig planner;
+};
+
+// Collective over `comm`. Throws ConfigError or DataError on every rank together.
+LoaderSetup SetUpLoader(const mpi::Comm& comm, const LoaderConfig& config);
+
+// The weights `config` asks for over `table`'s datasets, normalized; throws ConfigError
+// (collective: same table, same answer everywhere) naming unknown datasets or impossible weights.
+std::vector<double> ResolveWeights(const LoaderConfig& config, const CorpusTable& table);
+
+}  // namespace stoker

@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# `stoker run` end to end, as a user runs it under mpirun, on a corpus of unique token values:
+# --dump files are bit-identical between two runs of one configuration, of the right size, and
+# differ under another --seed; the final JSON line counts what was delivered; --config is read
+# and a flag on the command line wins over it; bad flags stop the run with one message printed
+# once; --help explains every option; and through the dumps, at 1, 2 and 3 ranks, every rank's
+# first epoch-share of each dataset is its part of epoch 0: over the ranks, every token of the
+# dataset exactly once.
+# Environment: STOKER (the program), MPIRUN (mpirun with its flags).
+set -euo pipefail
+: "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/stoker-run-cli.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# run_ok NP LOG ARGS...: `stoker run ARGS` at NP ranks; stdout to LOG.out, stderr to LOG.err.
+run_ok() {
+  local np=$1 log=$2; shift 2
+  $MPIRUN -np "$np" "$STOKER" run "$@" > "$log.out" 2> "$log.err" ||
+    { cat "$log.out" "$log.err" >&2; fail "stoker run $* at $np ranks failed"; }
+}
+
+# Three datasets (sorted names, so their values come in that order), two files each.
+corpus="$work/corpus"
+"$STOKER" synth "$corpus" --dataset a:6000:50 --dataset b:4000:120 --dataset c:2000:20 \
+  --files 2 --seed 3 --unique-tokens > "$work/synth.log" 2>&1 ||
+  { cat "$work/synth.log" >&2; fail "stoker synth failed"; }
+"$STOKER" inspect "$corpus" --json > "$work/inspect.json" 2> "$work/inspect.err" ||
+  { cat "$work/inspect.err" >&2; fail "stoker inspect failed"; }
+
+# --- Dumps: same configuration, same bytes; another seed, other bytes; the JSON line. ---
+steps=20 batch=4 seq=128
+args=(--data "$corpus" --steps "$steps" --seq-len "$seq" --batch-size "$batch")
+run_ok 2 "$work/run1" "${args[@]}" --dump "$work/d1"
+run_ok 2 "$work/run2" "${args[@]}" --dump "$work/d2"
+run_ok 2 "$work/run3" "${args[@]}" --dump "$work/d3" --seed 1
+for r in 0 1; do
+  size=$(stat -c %s "$work/d1/rank-$r.bin")
+  [ "$size" = $((steps * batch * (seq + 1) * 8)) ] ||
+    fail "rank-$r.bin holds $size bytes, not $steps steps of $batch rows of $((seq + 1)) int64"
+  cmp -s "$work/d1/rank-$r.bin" "$work/d2/rank-$r.bin" ||
+    fail "two runs of one configuration dumped different batches on rank $r"
+  ! cmp -s "$work/d1/rank-$r.bin" "$work/d3/rank-$r.bin" ||
+    fail "--seed 1 dumped the same batches as --seed 0 on rank $r"
+done
+[ ! -e "$work/d1/rank-2.bin" ] || fail "a dump for a rank that does not exist"
+[ "$(wc -l < "$work/run1.out")" = 1 ] || fail "stdout is not one JSON line: $(cat "$work/run1.out")"
+python3 - "$work/run1.out" 2 $steps $((2 * steps * batch * (seq + 1))) <<'EOF' ||
+import json, sys
+line = json.loads(open(sys.argv[1]).read())
+ranks, steps, tokens = (int(a) for a in sys.argv[2:5])
+problems = [f"{k} is {line.get(k)!r}, not {v}" for k, v in
+            (("ranks", ranks), ("steps", steps), ("tokens", tokens)) if line.get(k) != v]
+if not (isinstance(line.get("seconds"), (int, float)) and line["seconds"] > 0):
+    problems.append(f"seconds is {line.get('seconds')!r}")
+tps = line.get("tokens_per_second")
+if not (isinstance(tps, (int, float)) and abs(tps * line["seconds"] - tokens) <= 1e-6 * tokens):
+    problems.append(f"tokens_per_second {tps!r} is not tokens / seconds")
+sys.exit("\n".join(problems) or None)
+EOF
+  fail "the JSON line of stoker run: $(cat "$work/run1.out")"
+echo "ok: dumps identical across runs, differ by seed; JSON line counts $((2 * steps * batch * (seq + 1))) tokens"
+
+# --- --config: the file is read; a flag on the command line wins. ---
+printf '# stoker run options\nseq-len = 64\nbatch-size = 2\n' > "$work/run.toml"
+run_ok 1 "$work/cfg1" --data "$corpus" --steps 3 --config "$work/run.toml" --dump "$work/c1"
+[ "$(stat -c %s "$work/c1/rank-0.bin")" = $((3 * 2 * 65 * 8)) ] ||
+  fail "--config seq-len = 64, batch-size = 2 was not honoured: $(cat "$work/cfg1.out")"
+run_ok 1 "$work/cfg2" --data "$corpus" --steps 3 --config "$work/run.toml" --seq-len 32 \
+  --dump "$work/c2"
+[ "$(stat -c %s "$work/c2/rank-0.bin")" = $((3 * 2 * 33 * 8)) ] ||
+  fail "--seq-len 32 on the command line did not win over the file's 64: $(cat "$work/cfg2.out")"
+for bad in "missing:$work/no-such.toml" "unknown key:$work/bad.toml"; do
+  printf 'seq-lenn = 64\n' > "$work/bad.toml"
+  rc=0
+  "$STOKER" run --data "$corpus" --steps 1 --config "${bad#*:}" > "$work/cfg3.txt" 2>&1 || rc=$?
+  [ "$rc" != 0 ] || fail "--config with a ${bad%%:*} file was ignored: $(cat "$work/cfg3.txt")"
+  grep -q "${bad#*:}" "$work/cfg3.txt" ||
+    fail "the error for a ${bad%%:*} --config file does not name it: $(cat "$work/cfg3.txt")"
+done
+echo "ok: --config read, command line wins, a missing file or unknown key is refused"
+
+# --- Bad flags: non-zero exit, one message, printed once. ---
+expect_error() {
+  local name=$1 np=$2 pattern=$3; shift 3
+  local rc=0 count
+  $MPIRUN -np "$np" "$STOKER" run "$@" > "$work/bad.txt" 2>&1 || rc=$?
+  [ "$rc" != 0 ] || fail "$name: exited 0"
+  count=$(grep -c -- "$pattern" "$work/bad.txt" || true)
+  [ "$count" = 1 ] || fail "$name: '$pattern' printed $count times, not once:
+$(cat "$work/bad.txt")"
+  ! grep -q "\[rank [1-9]\]" "$work/bad.txt" || fail "$name: other ranks spoke too:
+$(cat "$work/bad.txt")"
+  echo "ok: $name: $(grep -m1 -- "$pattern" "$work/bad.txt")"
+}
+expect_error "seq-len 0" 2 "--seq-len must be at least 1" --data "$corpus" --seq-len 0
+expect_error "unknown dataset" 2 "nosuch" --data "$corpus" --weights nosuch=1
+expect_error "negative weight" 2 "weights must be >= 0" --data "$corpus" --weights a=-1
+expect_error "all weights 0" 2 "every dataset has weight 0" --data "$corpus" --weights a=0,b=0
+expect_error "more ranks than logical shards" 4 "4 ranks but only 2 logical shards" \
+  --data "$corpus" --logical-shards 2
+expect_error "missing --data" 2 "--data is required" --steps 1
+
+# --- --help explains every option of the issue. ---
+"$STOKER" run --help > "$work/help.txt" 2>&1 || fail "stoker run --help failed"
+for option in --data --weights --seq-len --batch-size --steps --seed --logical-shards --eos-id \
+              --bos-id --prefetch --dump --config; do
+  grep -q -- "$option" "$work/help.txt" || fail "run --help does not mention $option"
+done
+echo "ok: --help mentions every option"
+
+# --- Exactly once through the dumps, at 1, 2 and 3 ranks. ---
+# With default weights each dataset gets its share of tokens, so 3 passes' worth of the whole
+# corpus per rank takes every rank well into epoch 1 of every dataset, whatever its share.
+total=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["total_tokens"] + j["total_docs"])' "$work/inspect.json")
+seq=64 batch=4
+steps=$(( (3 * total + batch * (seq + 1) - 1) / (batch * (seq + 1)) ))
+for case in "1 65536" "2 7" "3 100"; do
+  read -r np shards <<< "$case"
+  run_ok "$np" "$work/once$np" --data "$corpus" --seq-len $seq --batch-size $batch \
+    --steps $steps --logical-shards "$shards" --dump "$work/once$np"
+  python3 - "$work/inspect.json" "$work/once$np" "$np" "$shards" <<'EOF' ||
+import json, struct, sys
+inspect, dump, world, shards = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+names = sorted(inspect["datasets"])
+starts, at = {}, 0
+for name in names:  # synth --unique-tokens: values of dataset after dataset, in name order
+    starts[name] = at
+    at += inspect["datasets"][name]["tokens"]
+eos = at  # synth --unique-tokens: eos_id = total tokens
+problems = []
+
+def dataset_of(value):
+    for name in reversed(names):
+        if value >= starts[name]:
+            return name
+
+def cut(n, parts, part):
+    return n * part // parts
+
+def share(docs, rank):  # documents in the logical shards `rank` owns (core/partition.h)
+    first, last = cut(shards, world, rank), cut(shards, world, rank + 1)
+    return cut(docs, shards, last) - cut(docs, shards, first)
+
+per_rank = []  # per rank: {dataset: [(first value, length), ...] in delivery order}
+for rank in range(world):
+    data = open(f"{dump}/rank-{rank}.bin", "rb").read()
+    tokens = struct.unpack(f"<{len(data) // 8}q", data)
+    docs, current = {name: [] for name in names}, []
+    for t in tokens:
+        if t != eos:
+            if current and t != current[-1] + 1:
+                problems.append(f"rank {rank}: token {t} follows {current[-1]} inside a document")
+                break
+            current.append(t)
+        elif not current:
+            problems.append(f"rank {rank}: EOS with no document before it")
+            break
+        else:
+            docs[dataset_of(current[0])].append((current[0], len(current)))
+            current = []
+    per_rank.append(docs)
+
+for name in names:
+    n, count, begin = inspect["datasets"][name]["docs"], inspect["datasets"][name]["tokens"], starts[name]
+    epoch0 = []
+    for rank in range(world):
+        got, want = per_rank[rank][name], share(n, rank)
+        seen, repeat = set(), None
+        for i, (first, _) in enumerate(got):
+            if first in seen:
+                repeat = i
+                break
+            seen.add(first)
+        if repeat is None:
+            problems.append(f"rank {rank}, dataset {name}: no document repeated: epoch 1 never began")
+        elif repeat < want:
+            problems.append(f"rank {rank}, dataset {name}: a repeat at document {repeat}, inside epoch 0 ({want} documents)")
+        elif world == 1 and repeat != want:
+            problems.append(f"dataset {name}: first repeat at document {repeat}, not after all {want}")
+        epoch0 += got[:want]
+    epoch0.sort()
+    at = begin
+    for first, length in epoch0:
+        if first != at:
+            problems.append(f"dataset {name}: epoch 0 over {world} ranks goes from value {at} to {first}")
+            break
+        at += length
+    if at != begin + count or len(epoch0) != n:
+        problems.append(f"dataset {name}: epoch 0 delivered {len(epoch0)} documents ending at value {at}; want {n} ending at {begin + count}")
+sys.exit("\n".join(problems[:20]) or None)
+EOF
+    fail "exactly once through the dumps at $np ranks, $shards logical shards"
+  echo "ok: exactly once through the dumps at $np ranks, $shards logical shards ($steps steps)"
+done

@@ -1,0 +1,625 @@
+// The real Loader at 1, 2 and 4 ranks, on corpora written into a shared temporary folder:
+// every document exactly once per epoch over the ranks (several datasets, weights, logical-shard
+// counts that are not multiples of the world size), framing with EOS and BOS, packing into rows,
+// the batch fields, determinism, mixing shares, a statistical test of the shuffle, and bad
+// configurations that stop every rank with one message.
+//
+// Every corpus here has unique token values (`stoker synth --unique-tokens`, or made by hand the
+// same way), so a rank's stream can be cut back into documents and every document named.
+// A rank delivers all of its share of a dataset's epoch e before any document of epoch e + 1
+// (core/row_planner.h), and its share is the documents of the logical shards it owns
+// (core/partition.h): the n-th share-sized run of a rank's documents of a dataset is its part of
+// epoch n, and over the ranks those parts must be the whole dataset, each document once.
+#include "stoker/loader.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/test_support.h"
+#include "core/partition.h"
+#include "io/discovery.h"
+#include "io/synth.h"
+#include "io/token_reader.h"
+#include "mpi/comm.h"
+#include "stoker/error.h"
+
+namespace stoker {
+namespace {
+
+constexpr uint32_t kNone = UINT32_MAX;
+
+// What a corpus of unique token values holds, read back from its files by every rank.
+struct CorpusTruth {
+  struct Doc {
+    uint32_t dataset = 0;
+    uint32_t file = 0;    // index of its shard in the table
+    uint64_t number = 0;  // within its dataset, in table order
+    int64_t first = -1;   // its first token value (its values are first, first + 1, ...)
+    uint64_t length = 0;
+  };
+  std::vector<Doc> docs;            // table order
+  std::vector<uint64_t> first_doc;  // per dataset: index of its document 0 in `docs`
+  std::vector<uint64_t> dataset_docs;
+  std::vector<uint64_t> nonempty;  // per dataset: documents with tokens
+  std::vector<uint32_t> starts;    // token value -> index of the document it starts, or kNone
+  int64_t tokens = 0;              // all values lie in [0, tokens)
+
+  const Doc* StartingAt(int64_t value) const {
+    if (value < 0 || value >= static_cast<int64_t>(starts.size())) return nullptr;
+    return starts[value] == kNone ? nullptr : &docs[starts[value]];
+  }
+};
+
+CorpusTruth ReadTruth(const mpi::Comm& comm, const std::string& root) {
+  const CorpusTable table = DiscoverCorpus(comm, root);
+  CorpusTruth truth;
+  truth.first_doc.resize(table.datasets.size());
+  truth.dataset_docs.resize(table.datasets.size());
+  truth.nonempty.resize(table.datasets.size());
+  truth.tokens = static_cast<int64_t>(table.total_tokens());
+  truth.starts.assign(table.total_tokens(), kNone);
+  for (uint32_t s = 0; s < table.shards.size(); ++s) {
+    const ShardInfo& shard = table.shards[s];
+    ShardReader reader(root, shard);
+    std::vector<uint64_t> offsets(shard.docs + 1);
+    reader.ReadOffsets(0, offsets.size(), offsets.data());
+    std::vector<int64_t> tokens(shard.tokens);
+    std::vector<char> scratch;
+    if (shard.tokens > 0) reader.ReadTokens(0, shard.tokens, tokens.data(), &scratch);
+    truth.first_doc[shard.dataset] = truth.docs.size() - truth.dataset_docs[shard.dataset];
+    for (uint64_t k = 0; k < shard.docs; ++k) {
+      CorpusTruth::Doc doc{shard.dataset, s, truth.dataset_docs[shard.dataset]++, -1,
+                           offsets[k + 1] - offsets[k]};
+      if (doc.length > 0) {
+        doc.first = tokens[offsets[k]];
+        for (uint64_t i = 0; i < doc.length; ++i) {
+          if (tokens[offsets[k] + i] != doc.first + static_cast<int64_t>(i)) {
+            ADD_FAILURE() << shard.path << ": token values are not unique and consecutive";
+            return truth;
+          }
+        }
+        truth.starts.at(doc.first) = static_cast<uint32_t>(truth.docs.size());
+        ++truth.nonempty[shard.dataset];
+      }
+      truth.docs.push_back(doc);
+    }
+  }
+  return truth;
+}
+
+// Cuts a rank's stream of batches back into documents and checks it on the way: the batch
+// fields; that the stream is [BOS] document EOS, [BOS] document EOS, ... with every document
+// whole, its tokens in order, none empty and nothing else; and that Batch::dataset_tokens counts
+// the tokens (BOS and EOS with their document) each batch holds.
+class StreamChecker {
+ public:
+  StreamChecker(const CorpusTruth& truth, const LoaderConfig& config, int64_t eos,
+                std::optional<int64_t> bos)
+      : truth_(truth), config_(config), eos_(eos), bos_(bos), done_(truth.dataset_docs.size()) {}
+
+  void Add(const Batch& batch) {
+    const uint64_t index = reported_.size();
+    EXPECT_EQ(batch.step, index + 1);
+    EXPECT_EQ(batch.rows, config_.batch_size);
+    EXPECT_EQ(batch.row_tokens, config_.seq_len + 1);
+    EXPECT_EQ(batch.tokens.size(), batch.rows * batch.row_tokens);
+    EXPECT_EQ(batch.dataset_tokens.size(), done_.size());
+    uint64_t sum = 0;
+    for (uint64_t n : batch.dataset_tokens) sum += n;
+    EXPECT_EQ(sum, batch.rows * batch.row_tokens) << "step " << batch.step;
+    reported_.push_back(batch.dataset_tokens);
+    counted_.emplace_back(done_.size(), 0);
+    for (size_t i = 0; i < batch.tokens.size() && !broken_; ++i) {
+      if (std::string why = Take(batch.tokens[i], index); !why.empty()) {
+        ADD_FAILURE() << fmt::format("step {}, row {}, column {}: token {}: {}", batch.step,
+                                     i / batch.row_tokens, i % batch.row_tokens, batch.tokens[i],
+                                     why);
+        broken_ = true;
+      }
+    }
+  }
+
+  // Compares the counts of every batch whose BOS tokens are all attributed.
+  void Finish() const {
+    const size_t checked = reported_.size() - (expect_ == kFirst ? 1 : 0);
+    for (size_t b = 0; b < checked && !broken_; ++b) {
+      EXPECT_EQ(reported_[b], counted_[b]) << "Batch::dataset_tokens of step " << b + 1;
+    }
+  }
+
+  // Per dataset: numbers of the documents completed, in order.
+  const std::vector<std::vector<uint64_t>>& done() const { return done_; }
+  // Every completed document (index into truth.docs), in order.
+  const std::vector<uint32_t>& sequence() const { return sequence_; }
+  uint64_t tokens() const { return reported_.size() * config_.batch_size * (config_.seq_len + 1); }
+  uint64_t reported(uint32_t dataset) const {
+    uint64_t n = 0;
+    for (const auto& counts : reported_) n += counts[dataset];
+    return n;
+  }
+
+ private:
+  enum Expect { kStart, kFirst, kBody, kEos };
+
+  std::string Take(int64_t token, uint64_t batch) {
+    if (expect_ == kStart && bos_) {
+      if (token != *bos_) return fmt::format("BOS {} expected before a document", *bos_);
+      bos_batch_ = batch;
+      expect_ = kFirst;
+      return {};
+    }
+    if (expect_ == kStart || expect_ == kFirst) {
+      const CorpusTruth::Doc* doc = truth_.StartingAt(token);
+      if (doc == nullptr) return "expected the first token of a document";
+      if (expect_ == kFirst) ++counted_[bos_batch_][doc->dataset];
+      doc_ = doc;
+      at_ = 0;
+      expect_ = kBody;
+    }
+    if (expect_ == kBody) {
+      if (token != doc_->first + static_cast<int64_t>(at_)) {
+        return fmt::format("expected token {} of document {} of dataset {} (value {})", at_,
+                           doc_->number, doc_->dataset, doc_->first + at_);
+      }
+      if (++at_ == doc_->length) expect_ = kEos;
+    } else {
+      if (token != eos_) return fmt::format("expected EOS {} after a whole document", eos_);
+      done_[doc_->dataset].push_back(doc_->number);
+      sequence_.push_back(static_cast<uint32_t>(doc_ - truth_.docs.data()));
+      expect_ = kStart;
+    }
+    ++counted_[batch][doc_->dataset];
+    return {};
+  }
+
+  const CorpusTruth& truth_;
+  LoaderConfig config_;
+  int64_t eos_;
+  std::optional<int64_t> bos_;
+  Expect expect_ = kStart;
+  const CorpusTruth::Doc* doc_ = nullptr;
+  uint64_t at_ = 0;
+  uint64_t bos_batch_ = 0;
+  bool broken_ = false;
+  std::vector<std::vector<uint64_t>> done_;
+  std::vector<uint32_t> sequence_;
+  std::vector<std::vector<uint64_t>> reported_, counted_;  // per batch, per dataset
+};
+
+// Pulls batches into `checker` until `enough()` or `cap` batches; a failure is reported, never
+// thrown, so that every rank reaches the collectives that follow.
+void Pull(Loader& loader, StreamChecker* checker, uint64_t cap,
+          const std::function<bool()>& enough) {
+  try {
+    for (uint64_t n = 0; !enough(); ++n) {
+      if (n == cap) {
+        ADD_FAILURE() << "rank " << loader.rank() << ": still not enough after " << cap
+                      << " batches";
+        break;
+      }
+      std::optional<Batch> batch = loader.Next();
+      if (!batch) {
+        ADD_FAILURE() << "Next() returned no batch";
+        break;
+      }
+      checker->Add(*batch);
+    }
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "rank " << loader.rank() << ": Next() threw: " << e.what();
+  }
+  checker->Finish();
+}
+
+// Documents of a dataset of `docs` in the logical shards rank `rank` of `world` owns: its share
+// of every epoch.
+uint64_t EpochShare(uint64_t docs, uint64_t logical_shards, int world, int rank) {
+  const IndexRange owned = OwnedLogicalShards(logical_shards, world, rank);
+  uint64_t share = 0;
+  for (uint64_t j = owned.begin; j < owned.end; ++j) {
+    share += SplitRange(docs, logical_shards, j).size();
+  }
+  return share;
+}
+
+std::vector<uint64_t> GatherAll(const mpi::Comm& comm, const std::vector<uint64_t>& mine) {
+  std::string bytes(mine.size() * sizeof(uint64_t), '\0');
+  if (!mine.empty()) std::memcpy(bytes.data(), mine.data(), bytes.size());
+  std::vector<uint64_t> all;
+  for (const std::string& part : comm.AllGather(bytes)) {
+    const size_t at = all.size();
+    all.resize(at + part.size() / sizeof(uint64_t));
+    if (!part.empty()) std::memcpy(all.data() + at, part.data(), part.size());
+  }
+  return all;
+}
+
+// Collective. Epoch `epoch` of dataset `d` (no empty documents) gathered over the ranks must be
+// every document of the dataset exactly once.
+void ExpectEpochExactlyOnce(const mpi::Comm& comm, const CorpusTruth& truth,
+                            const StreamChecker& checker, uint64_t logical_shards, uint32_t d,
+                            uint64_t epoch) {
+  const uint64_t n = truth.dataset_docs[d];
+  const uint64_t share = EpochShare(n, logical_shards, comm.size(), comm.rank());
+  const auto& done = checker.done()[d];
+  std::vector<uint64_t> mine;
+  if (done.size() >= (epoch + 1) * share) {
+    mine.assign(done.begin() + epoch * share, done.begin() + (epoch + 1) * share);
+  } else {
+    ADD_FAILURE() << fmt::format(
+        "rank {} completed {} documents of dataset {}: fewer than {} "
+        "epochs of its share of {}",
+        comm.rank(), done.size(), d, epoch + 1, share);
+  }
+  std::vector<uint64_t> times(n, 0);
+  for (uint64_t doc : GatherAll(comm, mine)) ++times.at(doc);
+  std::vector<uint64_t> wrong;
+  for (uint64_t doc = 0; doc < n; ++doc) {
+    if (times[doc] != 1) wrong.push_back(doc);
+  }
+  EXPECT_TRUE(wrong.empty()) << fmt::format(
+      "dataset {}, epoch {}, {} ranks, {} logical shards: {} of {} documents not delivered "
+      "exactly once, e.g. document {} {} times",
+      d, epoch, comm.size(), logical_shards, wrong.size(), n, wrong.empty() ? 0 : wrong[0],
+      wrong.empty() ? 0 : times[wrong[0]]);
+}
+
+class LoaderTest : public ::testing::Test {
+ protected:
+  // Three datasets of different sizes and document lengths, three files each.
+  std::string ThreeDatasets() {
+    SynthSpec spec;
+    spec.out = dir_ / "three";
+    spec.datasets = {{"a", 40000, 80}, {"b", 24000, 200}, {"c", 6000, 20}};
+    spec.files = 3;
+    spec.seed = 11;
+    spec.unique_tokens = true;
+    SynthesizeCorpus(comm_, spec);
+    return spec.out;
+  }
+  // One dataset of `files` files of equal token counts, short documents.
+  std::string OneDataset(uint32_t files) {
+    SynthSpec spec;
+    spec.out = dir_ / "one";
+    spec.datasets = {{"one", 2500ull * files, 10}};
+    spec.files = files;
+    spec.seed = 5;
+    spec.unique_tokens = true;
+    SynthesizeCorpus(comm_, spec);
+    return spec.out;
+  }
+  LoaderConfig Config(const std::string& data, uint64_t seq_len, uint64_t batch_size) const {
+    LoaderConfig config;
+    config.data = data;
+    config.seq_len = seq_len;
+    config.batch_size = batch_size;
+    return config;
+  }
+
+  mpi::Comm comm_{MPI_COMM_WORLD};
+  testing::SharedTempDir dir_{MPI_COMM_WORLD};
+};
+
+TEST_F(LoaderTest, EveryDocumentOncePerEpochWithWeightsAndLogicalShards) {
+  const std::string data = ThreeDatasets();
+  const CorpusTruth truth = ReadTruth(comm_, data);
+  const std::map<std::string, double> weights = {{"a", 0.5}, {"b", 0.3}, {"c", 0.2}};
+  struct Case {
+    uint64_t logical_shards;
+    std::map<std::string, double> weights;
+    std::optional<int64_t> bos;
+    uint64_t seq_len, batch_size;
+  };
+  const std::vector<Case> cases = {{7, weights, std::nullopt, 64, 4},
+                                   {100, weights, truth.tokens + 1, 100, 3},
+                                   {LoaderConfig().logical_shards, {}, std::nullopt, 255, 2}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(fmt::format("{} logical shards, {} weights, BOS {}", c.logical_shards,
+                             c.weights.empty() ? "default" : "given", c.bos.has_value()));
+    LoaderConfig config = Config(data, c.seq_len, c.batch_size);
+    config.logical_shards = c.logical_shards;
+    config.weights = c.weights;
+    config.bos_id = c.bos;
+    Loader loader(MPI_COMM_WORLD, config);
+    EXPECT_EQ(loader.eos_id(), truth.tokens);  // the corpus's eos_id attribute
+    EXPECT_EQ(loader.bos_id(), c.bos);
+    for (uint32_t d = 0; d < 3; ++d) {
+      const double expected = c.weights.empty()
+                                  ? static_cast<double>(loader.corpus().datasets[d].tokens) /
+                                        static_cast<double>(truth.tokens)
+                                  : std::vector<double>{0.5, 0.3, 0.2}[d];
+      EXPECT_NEAR(loader.weights().at(d), expected, 1e-12);
+    }
+    StreamChecker checker(truth, config, loader.eos_id(), c.bos);
+    std::vector<uint64_t> shares;
+    for (uint32_t d = 0; d < 3; ++d) {
+      shares.push_back(
+          EpochShare(truth.dataset_docs[d], c.logical_shards, comm_.size(), comm_.rank()));
+    }
+    // Two epochs of every dataset and the first document of a third.
+    Pull(loader, &checker, 5000, [&] {
+      for (uint32_t d = 0; d < 3; ++d) {
+        if (checker.done()[d].size() <= 2 * shares[d]) return false;
+      }
+      return true;
+    });
+    for (uint32_t d = 0; d < 3; ++d) {
+      // Epoch 0 holds no repeat, and it ends where the first repeat can come at the earliest.
+      const auto& done = checker.done()[d];
+      const std::set<uint64_t> first(done.begin(), done.begin() + std::min(shares[d], done.size()));
+      EXPECT_EQ(first.size(), std::min(shares[d], done.size())) << "a repeat in epoch 0";
+      for (uint64_t epoch : {0, 1}) {
+        ExpectEpochExactlyOnce(comm_, truth, checker, c.logical_shards, d, epoch);
+      }
+    }
+  }
+}
+
+TEST_F(LoaderTest, SameConfigSameBatchesAndEveryEpochItsOwnOrder) {
+  const std::string data = ThreeDatasets();
+  const CorpusTruth truth = ReadTruth(comm_, data);
+  LoaderConfig config = Config(data, 128, 4);
+  config.logical_shards = 13;
+  std::vector<std::vector<int64_t>> first;
+  {
+    Loader one(MPI_COMM_WORLD, config);
+    Loader two(MPI_COMM_WORLD, config);
+    for (int n = 0; n < 40; ++n) {
+      const std::optional<Batch> a = one.Next(), b = two.Next();
+      EXPECT_TRUE(a && b && a->tokens == b->tokens && a->dataset_tokens == b->dataset_tokens &&
+                  a->step == b->step)
+          << "batch " << n << " differs between two loaders of the same configuration";
+      if (a) first.push_back(a->tokens);
+    }
+  }
+  config.seed = 1;
+  {
+    Loader other(MPI_COMM_WORLD, config);
+    uint64_t same = 0;
+    for (const auto& tokens : first) same += other.Next()->tokens == tokens;
+    EXPECT_EQ(same, 0u) << "seed 1 delivered batches of seed 0";
+  }
+  // One dataset: the rank's documents of epoch 1 come in another order than those of epoch 0.
+  // With one logical shard per rank nothing interleaves: the order is the epoch's permutation.
+  config.weights = {{"a", 1}};
+  for (uint64_t logical_shards : {static_cast<uint64_t>(comm_.size()), uint64_t{13}}) {
+    SCOPED_TRACE(fmt::format("{} logical shards", logical_shards));
+    config.logical_shards = logical_shards;
+    Loader loader(MPI_COMM_WORLD, config);
+    StreamChecker checker(truth, config, loader.eos_id(), std::nullopt);
+    const uint64_t share =
+        EpochShare(truth.dataset_docs[0], logical_shards, comm_.size(), comm_.rank());
+    Pull(loader, &checker, 2000, [&] { return checker.done()[0].size() >= 2 * share; });
+    const auto& done = checker.done()[0];
+    if (done.size() >= 2 * share) {
+      const std::vector<uint64_t> epoch0(done.begin(), done.begin() + share);
+      const std::vector<uint64_t> epoch1(done.begin() + share, done.begin() + 2 * share);
+      EXPECT_NE(epoch0, epoch1) << "rank " << comm_.rank() << ": epoch 1 repeats epoch 0";
+      uint64_t same_place = 0;
+      for (uint64_t i = 0; i < share; ++i) same_place += epoch0[i] == epoch1[i];
+      EXPECT_LT(same_place, share / 10 + 2) << "epoch 1 keeps documents of epoch 0 in place";
+      if (comm_.size() == 1) {
+        EXPECT_TRUE(std::is_permutation(epoch0.begin(), epoch0.end(), epoch1.begin()));
+      }
+    }
+    for (uint64_t epoch : {0, 1}) {
+      ExpectEpochExactlyOnce(comm_, truth, checker, logical_shards, 0, epoch);
+    }
+  }
+}
+
+TEST_F(LoaderTest, TokenSharesFollowTheWeightsAndASmallDatasetIsUpsampled) {
+  const std::string data = ThreeDatasets();
+  const CorpusTruth truth = ReadTruth(comm_, data);
+  LoaderConfig config = Config(data, 256, 8);
+  // c holds 6000 of 70000 tokens (8.6%) and is asked for 70%: upsampled about 8 times.
+  const std::vector<double> weights = {0.2, 0.1, 0.7};
+  config.weights = {{"a", 2}, {"b", 1}, {"c", 7}};  // relative: normalized by the loader
+  Loader loader(MPI_COMM_WORLD, config);
+  StreamChecker checker(truth, config, loader.eos_id(), std::nullopt);
+  Pull(loader, &checker, 1000, [&] { return checker.tokens() >= 1'000'000; });
+  std::vector<double> totals = {0, 0, 0};
+  for (uint32_t d = 0; d < 3; ++d) {
+    totals[d] = static_cast<double>(checker.reported(d));
+    const double share = totals[d] / static_cast<double>(checker.tokens());
+    EXPECT_NEAR(share, weights[d], 0.01 * weights[d])
+        << "rank " << comm_.rank() << ", dataset " << d;
+  }
+  comm_.SumInPlace(totals);
+  const double all = totals[0] + totals[1] + totals[2];
+  for (uint32_t d = 0; d < 3; ++d) {
+    EXPECT_NEAR(totals[d] / all, weights[d], 0.01 * weights[d]) << "over all ranks, dataset " << d;
+  }
+  // Every epoch is whole: three of a and b, twenty of c (which wrapped many times).
+  for (uint32_t d = 0; d < 3; ++d) {
+    for (uint64_t epoch = 0; epoch < (d == 2 ? 20u : 3u); ++epoch) {
+      ExpectEpochExactlyOnce(comm_, truth, checker, config.logical_shards, d, epoch);
+    }
+  }
+}
+
+TEST_F(LoaderTest, NeighbouringDocumentsShareAFileNoMoreOftenThanChance) {
+  constexpr uint32_t kFiles = 8;
+  const std::string data = OneDataset(kFiles);
+  const CorpusTruth truth = ReadTruth(comm_, data);
+  std::vector<double> in_file(kFiles, 0);
+  for (const auto& doc : truth.docs) ++in_file[doc.file];
+  const double n = static_cast<double>(truth.docs.size());
+  double p = 0;  // two documents drawn without replacement come from one file
+  for (double k : in_file) p += k * (k - 1) / (n * (n - 1));
+  for (uint64_t logical_shards : {uint64_t{7}, LoaderConfig().logical_shards}) {
+    SCOPED_TRACE(fmt::format("{} logical shards", logical_shards));
+    LoaderConfig config = Config(data, 64, 4);
+    config.logical_shards = logical_shards;
+    Loader loader(MPI_COMM_WORLD, config);
+    StreamChecker checker(truth, config, loader.eos_id(), std::nullopt);
+    const uint64_t share =
+        EpochShare(truth.docs.size(), logical_shards, comm_.size(), comm_.rank());
+    Pull(loader, &checker, 5000, [&] { return checker.done()[0].size() >= 5 * share; });
+    const auto& sequence = checker.sequence();
+    std::set<uint32_t> first_files;
+    for (size_t i = 0; i < std::min<size_t>(100, sequence.size()); ++i) {
+      first_files.insert(truth.docs[sequence[i]].file);
+    }
+    EXPECT_EQ(first_files.size(), kFiles) << "the first 100 documents of rank " << comm_.rank()
+                                          << " come from only some of the files";
+    std::vector<double> counts = {0, 0};  // pairs, pairs from one file
+    for (size_t i = 1; i < sequence.size(); ++i) {
+      ++counts[0];
+      counts[1] += truth.docs[sequence[i]].file == truth.docs[sequence[i - 1]].file;
+    }
+    auto expect_chance = [&](double pairs, double same, const std::string& who) {
+      const double bound = 5 * std::sqrt(pairs * p * (1 - p)) + 1;
+      EXPECT_NEAR(same, pairs * p, bound)
+          << fmt::format("{}: {} of {} neighbouring documents share a file; chance is {:.4f}", who,
+                         same, pairs, p);
+    };
+    expect_chance(counts[0], counts[1], fmt::format("rank {}", comm_.rank()));
+    comm_.SumInPlace(counts);
+    expect_chance(counts[0], counts[1], "all ranks");
+  }
+}
+
+// Collective. Constructs a Loader that must be refused: a ConfigError, collective, with the same
+// message on every rank. Returns the message.
+std::string ExpectRefused(const mpi::Comm& comm, const LoaderConfig& config) {
+  std::string message;
+  try {
+    Loader loader(MPI_COMM_WORLD, config);
+    ADD_FAILURE() << "the loader accepted the configuration";
+  } catch (const ConfigError& e) {
+    message = e.what();
+    EXPECT_TRUE(e.collective()) << message;
+  } catch (const std::exception& e) {
+    message = e.what();
+    ADD_FAILURE() << "not a ConfigError: " << message;
+  }
+  const std::vector<std::string> all = comm.AllGather(message);
+  for (size_t r = 0; r < all.size(); ++r) EXPECT_EQ(all[r], message) << "rank " << r;
+  return message;
+}
+
+TEST_F(LoaderTest, BadConfigurationStopsEveryRankWithOneMessage) {
+  const std::string data = ThreeDatasets();
+  const LoaderConfig good = Config(data, 64, 2);
+  auto refuse = [&](const std::function<void(LoaderConfig*)>& change, const std::string& says) {
+    LoaderConfig config = good;
+    change(&config);
+    const std::string message = ExpectRefused(comm_, config);
+    EXPECT_NE(message.find(says), std::string::npos) << message;
+  };
+  refuse(
+      [](LoaderConfig* c) {
+        c->weights = {{"a", 1}, {"nosuch", 1}};
+      },
+      "names dataset nosuch, which corpus");
+  refuse([](LoaderConfig* c) { c->weights = {{"a", 1}, {"b", -1}}; }, "weight of b is -1");
+  refuse([](LoaderConfig* c) { c->weights = {{"a", 0}, {"b", 0}}; }, "every dataset has weight 0");
+  refuse([](LoaderConfig* c) { c->seq_len = 0; }, "--seq-len must be at least 1");
+  refuse([](LoaderConfig* c) { c->batch_size = 0; }, "--batch-size must be at least 1");
+  refuse([](LoaderConfig* c) { c->data = "/nonexistent/stoker-corpus"; }, "stoker-corpus");
+  if (comm_.size() > 1) {
+    refuse([](LoaderConfig* c) { c->logical_shards = 1; }, "but only 1 logical shards");
+    refuse([&](LoaderConfig* c) { c->logical_shards = comm_.size() - 1; }, "logical shards");
+  } else {
+    refuse([](LoaderConfig* c) { c->logical_shards = 0; }, "--logical-shards must be at least 1");
+  }
+  // A dataset whose documents are all empty: no tokens to give its weight to.
+  if (comm_.rank() == 0) {
+    testing::WriteTestShard(dir_ / "empty/a/part-0.h5", {{1, 2, 3}, {4}});
+    testing::WriteTestShard(dir_ / "empty/hollow/part-0.h5", {{}, {}, {}});
+  }
+  comm_.Barrier();
+  LoaderConfig hollow = good;
+  hollow.data = dir_ / "empty";
+  hollow.weights = {{"a", 1}, {"hollow", 1}};
+  EXPECT_NE(ExpectRefused(comm_, hollow).find("dataset hollow has weight 1 but no tokens"),
+            std::string::npos);
+}
+
+TEST_F(LoaderTest, RowsAreTheStreamCutWithEmptyDocumentsSkippedAndLongOnesContinued) {
+  // Lengths of four files: empty documents, one of 300 tokens (many rows and batches long),
+  // lengths around a row (17 tokens), a file of empty documents only and one of no documents.
+  const std::vector<std::vector<uint64_t>> lengths = {
+      {3, 0, 1, 0, 0, 300, 17, 0, 2, 16, 18, 34, 35, 0},
+      {5, 9, 0, 1, 40, 12, 0, 7, 33, 1, 1, 1, 0, 21, 8, 16, 17, 2, 0, 6},
+      {0, 0, 0},
+      {}};
+  uint64_t total = 0;
+  for (const auto& file : lengths) {
+    for (uint64_t n : file) total += n;
+  }
+  if (comm_.rank() == 0) {
+    uint64_t value = 0;
+    for (size_t f = 0; f < lengths.size(); ++f) {
+      std::vector<std::vector<uint64_t>> docs;
+      for (uint64_t n : lengths[f]) {
+        auto& doc = docs.emplace_back(n);
+        for (uint64_t& t : doc) t = value++;
+      }
+      ShardAttributes attributes;
+      attributes.eos_id = static_cast<int64_t>(total);
+      testing::WriteTestShard(dir_ / fmt::format("hand/p/part-{}.h5", f), docs,
+                              f == 1 ? TokenType::kInt32 : TokenType::kUint16, attributes);
+    }
+  }
+  comm_.Barrier();
+  const CorpusTruth truth = ReadTruth(comm_, dir_ / "hand");
+  EXPECT_EQ(truth.StartingAt(4) ? truth.StartingAt(4)->length : 0, 300u);  // after 3, 0, 1, 0, 0
+  struct Case {
+    uint64_t seq_len, batch_size;
+    std::optional<int64_t> eos, bos;
+  };
+  const auto end = static_cast<int64_t>(total);
+  for (const Case& c : {Case{16, 2, std::nullopt, end + 1}, Case{16, 1, end + 7, std::nullopt},
+                        Case{1, 3, std::nullopt, std::nullopt}}) {
+    SCOPED_TRACE(fmt::format("seq_len {}, batch_size {}", c.seq_len, c.batch_size));
+    LoaderConfig config = Config(dir_ / "hand", c.seq_len, c.batch_size);
+    config.eos_id = c.eos;
+    config.bos_id = c.bos;
+    Loader loader(MPI_COMM_WORLD, config);
+    EXPECT_EQ(loader.eos_id(), c.eos.value_or(end));
+    StreamChecker checker(truth, config, loader.eos_id(), c.bos);
+    // Twice the whole dataset, framed: every rank gets through its share of an epoch.
+    const uint64_t framed = total + truth.nonempty[0] * (c.bos ? 2 : 1);
+    Pull(loader, &checker, 100000, [&] { return checker.tokens() >= 2 * framed; });
+    const std::vector<uint64_t> all = GatherAll(comm_, checker.done()[0]);
+    const std::set<uint64_t> delivered(all.begin(), all.end());
+    std::set<uint64_t> nonempty;
+    for (const auto& doc : truth.docs) {
+      if (doc.length > 0) nonempty.insert(doc.number);
+    }
+    EXPECT_EQ(delivered, nonempty) << "the ranks together did not deliver every non-empty "
+                                      "document (and only those)";
+  }
+}
+
+TEST_F(LoaderTest, ReadAheadDepthAndCacheSizesDoNotChangeTheStream) {
+  const std::string data = OneDataset(8);  // 8 files of about 250 documents each
+  const LoaderConfig config = Config(data, 96, 3);
+  LoaderConfig small = config;
+  small.prefetch = 1;
+  small.max_open_files = 1;
+  small.offset_cache_bytes = 1;  // the fewest blocks of offsets the index keeps
+  LoaderConfig deep = config;
+  deep.prefetch = 32;
+  Loader a(MPI_COMM_WORLD, config), b(MPI_COMM_WORLD, small), c(MPI_COMM_WORLD, deep);
+  for (int n = 0; n < 150; ++n) {
+    const std::optional<Batch> x = a.Next(), y = b.Next(), z = c.Next();
+    EXPECT_TRUE(x && y && z && x->tokens == y->tokens && x->tokens == z->tokens &&
+                x->step == y->step && x->step == z->step)
+        << "batch " << n << " depends on prefetch, max_open_files or offset_cache_bytes";
+  }
+}
+
+}  // namespace
+}  // namespace stoker

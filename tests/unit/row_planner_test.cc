@@ -1,0 +1,211 @@
+// The pure core of the loader in simulated worlds: every rank of a world of W runs its own
+// RowPlanner in this one process, and the tests count every framed token they deliver.
+#include "core/row_planner.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+#include "core/random.h"
+
+namespace stoker {
+namespace {
+
+// A made-up corpus: per dataset, document lengths (some empty).
+struct FakeCorpus {
+  std::vector<std::string> names;
+  std::vector<std::vector<uint64_t>> lengths;
+
+  static FakeCorpus Make(const std::vector<uint64_t>& docs_per_dataset, uint64_t seed,
+                         double mean = 50) {
+    FakeCorpus c;
+    CounterRng rng(seed);
+    for (size_t d = 0; d < docs_per_dataset.size(); ++d) {
+      c.names.push_back("ds" + std::to_string(d));
+      auto& lengths = c.lengths.emplace_back();
+      for (uint64_t i = 0; i < docs_per_dataset[d]; ++i) {
+        lengths.push_back(rng.NextBelow(10) == 0 ? 0 : 1 + rng.NextBelow(2 * mean));
+      }
+    }
+    return c;
+  }
+
+  DocLocator Locator() const {
+    return [this](uint32_t d, uint64_t doc) { return DocSpan{d, doc, lengths[d][doc]}; };
+  }
+};
+
+PlannerConfig ConfigFor(const FakeCorpus& corpus, const std::vector<double>& weights,
+                        uint64_t shards, uint64_t world, uint64_t rank, uint64_t row = 97) {
+  PlannerConfig config{.seed = 7, .logical_shards = shards, .world = world, .rank = rank,
+                       .row_tokens = row};
+  for (size_t d = 0; d < corpus.names.size(); ++d) {
+    config.datasets.push_back({corpus.names[d], corpus.lengths[d].size(), weights[d]});
+  }
+  return config;
+}
+
+// True when every logical shard of the rank that holds documents is past `epoch`.
+bool AllPastEpoch(const RowPlanner& planner, const std::vector<double>& weights, uint64_t epoch) {
+  const RankState& state = planner.state();
+  const PlannerConfig& config = planner.config();
+  for (uint64_t j = state.shards.begin; j < state.shards.end; ++j) {
+    for (uint32_t d = 0; d < state.datasets; ++d) {
+      const DatasetOrder order(config.seed, config.datasets[d].name, config.datasets[d].docs,
+                               config.logical_shards);
+      if (order.Slice(j).empty() || weights[d] == 0) continue;
+      if (state.cursor(j, d).epoch <= epoch) return false;
+    }
+  }
+  return true;
+}
+
+// Runs every rank of a world until all its shards are past epoch 0 and returns, per dataset and
+// document, how many times each framed token of epoch 0 was delivered.
+std::vector<std::vector<std::vector<int>>> CountEpochZero(const FakeCorpus& corpus,
+                                                          const std::vector<double>& weights,
+                                                          uint64_t shards, uint64_t world) {
+  std::vector<std::vector<std::vector<int>>> seen(corpus.names.size());
+  for (size_t d = 0; d < corpus.names.size(); ++d) {
+    for (uint64_t n : corpus.lengths[d]) seen[d].emplace_back(n == 0 ? 0 : n + 1, 0);
+  }
+  for (uint64_t rank = 0; rank < world; ++rank) {
+    const PlannerConfig config = ConfigFor(corpus, weights, shards, world, rank);
+    RowPlanner planner(config, InitialRankState(corpus.names.size(), shards, world, rank),
+                       corpus.Locator());
+    std::vector<Segment> row;
+    for (int rows = 0; !AllPastEpoch(planner, weights, 0); ++rows) {
+      if (rows > 1000000) {
+        ADD_FAILURE() << "rank " << rank << " never finished epoch 0";
+        break;
+      }
+      planner.NextRow(&row);
+      uint64_t total = 0;
+      for (const Segment& s : row) {
+        total += s.count;
+        if (s.epoch != 0) continue;
+        for (uint64_t t = s.first; t < s.first + s.count; ++t) ++seen[s.dataset][s.doc][t];
+      }
+      EXPECT_EQ(total, config.row_tokens);
+    }
+  }
+  return seen;
+}
+
+void ExpectExactlyOnce(const std::vector<std::vector<std::vector<int>>>& seen,
+                       const std::vector<double>& weights) {
+  for (size_t d = 0; d < seen.size(); ++d) {
+    if (weights[d] == 0) continue;
+    for (size_t doc = 0; doc < seen[d].size(); ++doc) {
+      for (size_t t = 0; t < seen[d][doc].size(); ++t) {
+        ASSERT_EQ(seen[d][doc][t], 1) << "dataset " << d << " doc " << doc << " token " << t;
+      }
+    }
+  }
+}
+
+TEST(RowPlanner, OneEpochDeliversEveryTokenOnceInManyWorlds) {
+  const FakeCorpus corpus = FakeCorpus::Make({3000, 700, 50}, 1);
+  const std::vector<double> weights = {5, 2, 1};
+  for (uint64_t world : {1, 2, 3, 4, 5, 7}) {
+    for (uint64_t shards : {7, 64, 100}) {
+      SCOPED_TRACE("world " + std::to_string(world) + " shards " + std::to_string(shards));
+      ExpectExactlyOnce(CountEpochZero(corpus, weights, shards, world), weights);
+    }
+  }
+}
+
+TEST(RowPlanner, AThousandRanks) {
+  const FakeCorpus corpus = FakeCorpus::Make({20000, 5000}, 2, 20);
+  const std::vector<double> weights = {1, 1};
+  ExpectExactlyOnce(CountEpochZero(corpus, weights, 4096, 1000), weights);
+}
+
+TEST(RowPlanner, ZeroWeightDatasetIsNeverRead) {
+  const FakeCorpus corpus = FakeCorpus::Make({500, 500}, 3);
+  const std::vector<double> weights = {1, 0};
+  const PlannerConfig config = ConfigFor(corpus, weights, 16, 2, 1);
+  RowPlanner planner(config, InitialRankState(2, 16, 2, 1), corpus.Locator());
+  std::vector<Segment> row;
+  for (int i = 0; i < 2000; ++i) {
+    planner.NextRow(&row);
+    for (const Segment& s : row) ASSERT_EQ(s.dataset, 0u);
+  }
+}
+
+TEST(RowPlanner, SameStateSameRows) {
+  const FakeCorpus corpus = FakeCorpus::Make({800, 300}, 4);
+  const std::vector<double> weights = {1, 3};
+  const PlannerConfig config = ConfigFor(corpus, weights, 32, 3, 2);
+  RowPlanner a(config, InitialRankState(2, 32, 3, 2), corpus.Locator());
+  std::vector<Segment> row_a, row_b;
+  for (int i = 0; i < 37; ++i) a.NextRow(&row_a);
+  RowPlanner b(config, a.state(), corpus.Locator());  // resumed by value
+  for (int i = 0; i < 500; ++i) {
+    a.NextRow(&row_a);
+    b.NextRow(&row_b);
+    ASSERT_EQ(row_a.size(), row_b.size());
+    for (size_t k = 0; k < row_a.size(); ++k) {
+      ASSERT_EQ(row_a[k].doc, row_b[k].doc);
+      ASSERT_EQ(row_a[k].first, row_b[k].first);
+      ASSERT_EQ(row_a[k].count, row_b[k].count);
+    }
+  }
+  EXPECT_EQ(a.state(), b.state());
+}
+
+TEST(RowPlanner, MixingFollowsTheWeights) {
+  const FakeCorpus corpus = FakeCorpus::Make({5000, 5000, 200}, 5);
+  const std::vector<double> weights = {0.5, 0.3, 0.2};  // the small dataset is upsampled
+  for (uint64_t rank : {0, 1}) {
+    const PlannerConfig config = ConfigFor(corpus, weights, 64, 2, rank, 1001);
+    RowPlanner planner(config, InitialRankState(3, 64, 2, rank), corpus.Locator());
+    std::vector<Segment> row;
+    std::vector<uint64_t> tokens(3, 0);
+    for (int i = 0; i < 1000; ++i) {  // about a million tokens
+      planner.NextRow(&row);
+      for (const Segment& s : row) tokens[s.dataset] += s.count;
+    }
+    const double total = tokens[0] + tokens[1] + tokens[2];
+    for (int d = 0; d < 3; ++d) EXPECT_NEAR(tokens[d] / total, weights[d], 0.01) << d;
+  }
+}
+
+TEST(RowPlanner, ARankFinishesEachEpochBeforeStartingTheNext) {
+  const FakeCorpus corpus = FakeCorpus::Make({997, 331}, 6);
+  const std::vector<double> weights = {2, 1};
+  for (uint64_t world : {1, 3}) {
+    const PlannerConfig config = ConfigFor(corpus, weights, 50, world, world - 1);
+    RowPlanner planner(config, InitialRankState(2, 50, world, world - 1), corpus.Locator());
+    std::vector<uint64_t> epoch_seen(2, 0);
+    std::vector<Segment> row;
+    for (int i = 0; i < 3000; ++i) {
+      planner.NextRow(&row);
+      for (const Segment& s : row) {
+        ASSERT_GE(s.epoch, epoch_seen[s.dataset]) << "an older epoch came back";
+        epoch_seen[s.dataset] = s.epoch;
+      }
+    }
+    EXPECT_GE(epoch_seen[1], 2u);  // the run crossed epoch boundaries
+  }
+}
+
+TEST(RowPlanner, DeltasRebuildTheState) {
+  const FakeCorpus corpus = FakeCorpus::Make({600, 900}, 7);
+  const std::vector<double> weights = {1, 1};
+  const PlannerConfig config = ConfigFor(corpus, weights, 40, 2, 0);
+  RankState copy = InitialRankState(2, 40, 2, 0);
+  RowPlanner planner(config, copy, corpus.Locator());
+  std::vector<Segment> row;
+  for (int batch = 0; batch < 300; ++batch) {
+    for (int r = 0; r < 3; ++r) planner.NextRow(&row);
+    planner.EndBatch();
+    ApplyDelta(planner.TakeDelta(), &copy);
+    ASSERT_EQ(copy, planner.state()) << "batch " << batch;
+  }
+  EXPECT_EQ(copy.step, 300u);
+}
+
+}  // namespace
+}  // namespace stoker
