@@ -23,6 +23,7 @@
 //                process: freed heap of an earlier Loader would hide the next one's growth.
 // Rank 0 prints one plain line per measurement. Figures, not a test.
 #include <fcntl.h>
+#include <hdf5.h>
 #include <fmt/format.h>
 #include <malloc.h>
 #include <unistd.h>
@@ -31,6 +32,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <sstream>
@@ -44,6 +46,7 @@
 #include "h5/h5.h"
 #include "io/discovery.h"
 #include "io/synth.h"
+#include "io/token_reader.h"
 #include "mpi/comm.h"
 #include "stoker/corpus.h"
 #include "stoker/error.h"
@@ -217,13 +220,101 @@ struct Rate {
   double setup = 0;  // loader: seconds of the construction
 };
 
-// Random whole documents with plain HDF5 calls: the floor any loader on these files pays.
-Rate RunBaseline(const CorpusTable& table, uint64_t target, uint64_t key) {
-  std::vector<h5::File> files;
-  std::vector<uint64_t> first_doc;  // per file: the first global document number
+// Baseline (a): the h5 layer as it is: every ReadRaw opens the array and its type and space.
+class ReadRawDocs {
+ public:
+  explicit ReadRawDocs(const CorpusTable& table) {
+    for (const ShardInfo& s : table.shards) {
+      files_.push_back(h5::File::OpenReadOnly(table.root + "/" + s.path));
+    }
+  }
+  void Offsets(size_t f, uint64_t doc, uint64_t* out) { files_[f].ReadRaw("/doc_offsets", doc, 2, out); }
+  void Tokens(size_t f, uint64_t begin, uint64_t count, void* out) {
+    files_[f].ReadRaw("/tokens", begin, count, out);
+  }
+
+ private:
+  std::vector<h5::File> files_;
+};
+
+// Baseline (b): plain HDF5 at its best: both arrays of every file opened once, then one
+// hyperslab selection and one H5Dread in the file's own type per read.
+class Hdf5Docs {
+ public:
+  explicit Hdf5Docs(const CorpusTable& table) {
+    for (const ShardInfo& s : table.shards) {
+      const std::string path = table.root + "/" + s.path;
+      Open& f = files_.emplace_back();
+      const hid_t access = H5Pcreate(H5P_FILE_ACCESS);
+      H5Pset_sieve_buf_size(access, 0);  // the default 64 KiB makes every small read 64 KiB
+      f.file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, access);
+      H5Pclose(access);
+      f.offsets = f.file < 0 ? -1 : H5Dopen2(f.file, "/doc_offsets", H5P_DEFAULT);
+      f.tokens = f.file < 0 ? -1 : H5Dopen2(f.file, "/tokens", H5P_DEFAULT);
+      f.offsets_space = f.offsets < 0 ? -1 : H5Dget_space(f.offsets);
+      f.tokens_space = f.tokens < 0 ? -1 : H5Dget_space(f.tokens);
+      const hid_t type = f.tokens < 0 ? -1 : H5Dget_type(f.tokens);
+      f.token_type = type < 0 ? -1 : H5Tget_native_type(type, H5T_DIR_ASCEND);
+      if (type >= 0) H5Tclose(type);
+      STOKER_CHECK(f.offsets_space >= 0 && f.tokens_space >= 0 && f.token_type >= 0, Hdf5Error,
+                   "{}: cannot open /doc_offsets and /tokens with HDF5", path);
+    }
+  }
+  ~Hdf5Docs() {
+    for (const Open& f : files_) {
+      for (hid_t id : {f.offsets_space, f.tokens_space}) if (id >= 0) H5Sclose(id);
+      if (f.token_type >= 0) H5Tclose(f.token_type);
+      for (hid_t id : {f.offsets, f.tokens}) if (id >= 0) H5Dclose(id);
+      if (f.file >= 0) H5Fclose(f.file);
+    }
+  }
+  void Offsets(size_t f, uint64_t doc, uint64_t* out) {
+    Read(files_[f].offsets, files_[f].offsets_space, H5T_NATIVE_UINT64, doc, 2, out);
+  }
+  void Tokens(size_t f, uint64_t begin, uint64_t count, void* out) {
+    Read(files_[f].tokens, files_[f].tokens_space, files_[f].token_type, begin, count, out);
+  }
+
+ private:
+  struct Open {
+    hid_t file = -1, offsets = -1, tokens = -1, offsets_space = -1, tokens_space = -1;
+    hid_t token_type = -1;
+  };
+  static void Read(hid_t dset, hid_t space, hid_t type, uint64_t start, uint64_t count, void* out) {
+    const hsize_t offset[1] = {start}, extent[1] = {count};
+    const hid_t memory = H5Screate_simple(1, extent, nullptr);
+    const bool ok = memory >= 0 &&
+                    H5Sselect_hyperslab(space, H5S_SELECT_SET, offset, nullptr, extent, nullptr) >= 0 &&
+                    H5Dread(dset, type, memory, space, H5P_DEFAULT, out) >= 0;
+    if (memory >= 0) H5Sclose(memory);
+    STOKER_CHECK(ok, Hdf5Error, "H5Dread of [{}, {}) failed", start, start + count);
+  }
+  std::vector<Open> files_;
+};
+
+// Baseline (c): the loader's own read primitive (pread at the arrays' byte offsets), no logic.
+class PreadDocs {
+ public:
+  explicit PreadDocs(const CorpusTable& table) {
+    for (const ShardInfo& s : table.shards) files_.push_back(std::make_unique<ShardReader>(table.root, s));
+  }
+  void Offsets(size_t f, uint64_t doc, uint64_t* out) { files_[f]->ReadOffsets(doc, 2, out); }
+  void Tokens(size_t f, uint64_t begin, uint64_t count, void* out) {
+    files_[f]->ReadTokensRaw(begin, count, out);
+  }
+
+ private:
+  std::vector<std::unique_ptr<ShardReader>> files_;
+};
+
+// Uniformly random documents of the whole corpus, whole, in the file's own type, until `target`
+// tokens are read. Opening the files (the reader's construction) is not timed.
+template <typename Reader>
+Rate ReadRandomDocs(const CorpusTable& table, uint64_t target, uint64_t key) {
+  Reader reader(table);
+  std::vector<uint64_t> first_doc;  // per file: its first document number in the corpus
   uint64_t docs = 0;
   for (const ShardInfo& s : table.shards) {
-    files.push_back(h5::File::OpenReadOnly(table.root + "/" + s.path));
     first_doc.push_back(docs);
     docs += s.docs;
   }
@@ -235,11 +326,12 @@ Rate RunBaseline(const CorpusTable& table, uint64_t target, uint64_t key) {
     const uint64_t doc = rng.NextBelow(docs);
     const size_t f = std::upper_bound(first_doc.begin(), first_doc.end(), doc) - first_doc.begin() - 1;
     uint64_t offsets[2];
-    files[f].ReadRaw("/doc_offsets", doc - first_doc[f], 2, offsets);
+    reader.Offsets(f, doc - first_doc[f], offsets);
     const uint64_t length = offsets[1] - offsets[0];
     if (length == 0) continue;
-    buffer.resize(std::max<size_t>(buffer.size(), length * TokenTypeSize(table.shards[f].token_type)));
-    files[f].ReadRaw("/tokens", offsets[0], length, buffer.data());
+    const size_t bytes = length * TokenTypeSize(table.shards[f].token_type);
+    if (buffer.size() < bytes) buffer.resize(bytes);
+    reader.Tokens(f, offsets[0], length, buffer.data());
     rate.tokens += length;
   }
   rate.seconds = Since(start);
@@ -269,6 +361,44 @@ Rate RunLoader(const mpi::Comm& comm, const LoaderConfig& config, uint64_t targe
   return rate;
 }
 
+// One measured quantity: per rank and summed over the ranks, one entry per timed run.
+struct Series {
+  std::vector<std::vector<double>> per_rank;
+  std::vector<double> total;
+  void Add(const std::vector<double>& values) {
+    per_rank.resize(values.size());
+    for (size_t r = 0; r < values.size(); ++r) per_rank[r].push_back(values[r]);
+    total.push_back(std::accumulate(values.begin(), values.end(), 0.0));
+  }
+};
+
+constexpr const char* kMeasures[] = {"h5_readraw", "hdf5", "pread", "loader"};
+
+void PrintThroughput(int ranks, const std::vector<Series>& series, const Series& wait,
+                     const std::vector<double>& setup) {
+  auto line = [&](const char* who, auto pick) {
+    std::string text = fmt::format("throughput ranks={} {}", ranks, who);
+    for (size_t m = 0; m < series.size(); ++m) {
+      text += fmt::format(" {}={:.1f}", kMeasures[m], Median(pick(series[m])) / 1e6);
+    }
+    const double loader = Median(pick(series[3]));
+    for (size_t m = 0; m < 3; ++m) {
+      text += fmt::format(" loader/{}={:.2f}", kMeasures[m], loader / Median(pick(series[m])));
+    }
+    return text;
+  };
+  for (int r = 0; r < ranks; ++r) {
+    std::printf("%s wait_fraction=%.3f\n",
+                line(fmt::format("rank={}", r).c_str(), [r](const Series& s) { return s.per_rank[r]; }).c_str(),
+                Median(wait.per_rank[r]));
+  }
+  const auto& l = series[3].total;
+  std::printf("%s loader_range=[%.1f..%.1f] loader_setup_s=%.3f\n",
+              line("total", [](const Series& s) { return s.total; }).c_str(),
+              *std::min_element(l.begin(), l.end()) / 1e6,
+              *std::max_element(l.begin(), l.end()) / 1e6, Median(setup));
+}
+
 void Throughput(const mpi::Comm& comm, const Options& o) {
   const std::string root = fmt::format("{}/throughput-{}", o.dir, o.corpus_tokens);
   SynthSpec spec{.out = root, .files = 8, .seed = 1, .force = true};
@@ -278,48 +408,38 @@ void Throughput(const mpi::Comm& comm, const Options& o) {
   EnsureCorpus(comm, spec);
   const CorpusTable table = DiscoverCorpus(comm, root);
   const LoaderConfig config = ConfigFor(o, root);
-  std::vector<std::vector<double>> base(comm.size()), load(comm.size()), wait(comm.size());
-  std::vector<double> setup, base_total, load_total;
+  std::vector<Series> series(4);
+  Series wait;
+  std::vector<double> setup;
   for (uint64_t rep = 0; rep <= o.repeat; ++rep) {  // rep 0: untimed warm-up, a tenth as long
     const uint64_t target = rep == 0 ? o.tokens / 10 : o.tokens;
+    const uint64_t key = DeriveKey(1, "baseline", comm.rank(), rep);
+    std::vector<Rate> rates;
     Warm(comm, table);
-    const Rate b = RunBaseline(table, target, DeriveKey(1, "baseline", comm.rank(), rep));
-    const auto b_rates = PerRank(comm, b.tokens / b.seconds);
+    rates.push_back(ReadRandomDocs<ReadRawDocs>(table, target, key));
     Warm(comm, table);
-    const Rate l = RunLoader(comm, config, target, o.step_ms);
-    const auto l_rates = PerRank(comm, l.tokens / l.seconds);
-    const auto l_wait = PerRank(comm, l.wait / l.seconds);
-    const double l_setup = comm.Max(static_cast<uint64_t>(l.setup * 1e9)) * 1e-9;
+    rates.push_back(ReadRandomDocs<Hdf5Docs>(table, target, key));
+    Warm(comm, table);
+    rates.push_back(ReadRandomDocs<PreadDocs>(table, target, key));
+    Warm(comm, table);
+    rates.push_back(RunLoader(comm, config, target, o.step_ms));
+    std::vector<std::vector<double>> per_rank;
+    for (const Rate& r : rates) per_rank.push_back(PerRank(comm, r.tokens / r.seconds));
+    const auto waited = PerRank(comm, rates[3].wait / rates[3].seconds);
+    const double slowest_setup = comm.Max(static_cast<uint64_t>(rates[3].setup * 1e9)) * 1e-9;
     if (rep == 0) continue;
-    for (int r = 0; r < comm.size(); ++r) {
-      base[r].push_back(b_rates[r]);
-      load[r].push_back(l_rates[r]);
-      wait[r].push_back(l_wait[r]);
-    }
-    base_total.push_back(std::accumulate(b_rates.begin(), b_rates.end(), 0.0));
-    load_total.push_back(std::accumulate(l_rates.begin(), l_rates.end(), 0.0));
-    setup.push_back(l_setup);
+    for (size_t m = 0; m < 4; ++m) series[m].Add(per_rank[m]);
+    wait.Add(waited);
+    setup.push_back(slowest_setup);
   }
   if (comm.rank() != 0) return;
   std::printf("# throughput: %zu files, %llu docs, %llu tokens; %llu tokens per rank per run, "
-              "%llu runs, step %.1f ms; rates in M tokens/s\n",
+              "%llu runs, step %.1f ms; medians in M tokens/s\n",
               table.shards.size(), static_cast<unsigned long long>(table.total_docs()),
               static_cast<unsigned long long>(table.total_tokens()),
               static_cast<unsigned long long>(o.tokens), static_cast<unsigned long long>(o.repeat),
               o.step_ms);
-  for (int r = 0; r < comm.size(); ++r) {
-    const double b = Median(base[r]), l = Median(load[r]);
-    std::printf("throughput ranks=%d rank=%d baseline=%.1f loader=%.1f loader/baseline=%.2f "
-                "wait_fraction=%.3f\n",
-                comm.size(), r, b / 1e6, l / 1e6, l / b, Median(wait[r]));
-  }
-  const double b = Median(base_total), l = Median(load_total);
-  std::printf("throughput ranks=%d total baseline=%.1f [%.1f..%.1f] loader=%.1f [%.1f..%.1f] "
-              "loader/baseline=%.2f loader_setup_s=%.3f\n",
-              comm.size(), b / 1e6, *std::min_element(base_total.begin(), base_total.end()) / 1e6,
-              *std::max_element(base_total.begin(), base_total.end()) / 1e6, l / 1e6,
-              *std::min_element(load_total.begin(), load_total.end()) / 1e6,
-              *std::max_element(load_total.begin(), load_total.end()) / 1e6, l / b, Median(setup));
+  PrintThroughput(comm.size(), series, wait, setup);
 }
 
 // ---- first batch ---------------------------------------------------------------------------

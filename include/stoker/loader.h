@@ -12,6 +12,12 @@
 // known future order, so the trainer rarely waits. Next() and the destructor must be called from
 // one thread (the trainer's). Errors of the reading thread are rethrown by Next().
 //
+// Checkpoints: Save(step_dir) snapshots the state after the last batch Next() returned (a copy
+// of a few cursors per logical shard) and writes it on a background thread, one file per rank,
+// with no communication (docs/checkpoint.md). A Loader constructed with `resume_from` set goes
+// on from such a step folder on any number of ranks: with the same number, bit for bit as if it
+// had never stopped; with another, the state is redistributed and no token is lost or repeated.
+//
 // This header does not need libtorch; stoker/torch.h turns a Batch into a tensor.
 #pragma once
 
@@ -41,9 +47,23 @@ struct LoaderConfig {
   uint32_t prefetch = 4;                  // batches read ahead per rank (>= 1)
   uint64_t offset_cache_bytes = 8u << 20; // document offsets cached per rank
   uint32_t max_open_files = 128;          // shard files a rank keeps open
+  std::string resume_from;                // a checkpoint step folder (step-<N>) to go on from;
+                                          // empty: start at step 0. Weights may differ from
+                                          // the saved run's: the new ones rule from here on.
 
   // Every problem of the configuration that can be seen without the corpus, one line each.
   std::vector<std::string> Problems() const;
+};
+
+// A run of one document's tokens within a batch, for diagnostics and tests: framed positions
+// [first, first + count) of document `doc` (numbered within its dataset) in `epoch`, where the
+// framing is [BOS] tokens EOS.
+struct DocPiece {
+  uint32_t dataset = 0;
+  uint64_t doc = 0;
+  uint64_t epoch = 0;
+  uint64_t first = 0;
+  uint64_t count = 0;
 };
 
 struct Batch {
@@ -52,6 +72,7 @@ struct Batch {
   uint64_t row_tokens = 0;  // seq_len + 1
   std::vector<int64_t> tokens;           // rows * row_tokens token ids, row after row
   std::vector<uint64_t> dataset_tokens;  // per dataset (corpus order): tokens in this batch
+  std::vector<DocPiece> pieces;          // what the rows are made of, row after row
 };
 
 class Loader {
@@ -65,6 +86,21 @@ class Loader {
   // The next batch of this rank. The stream wraps from epoch to epoch and does not end: the
   // optional is empty only after an error was already thrown.
   std::optional<Batch> Next();
+
+  // Saves this rank's state after the last batch Next() returned into
+  // step_dir/loader/rank-<r>-of-<W>.ckpt. Not collective: every rank calls it for the same step.
+  // Returns once the state is copied; the file is written in the background. Rethrows the error
+  // of the previous save, if it failed.
+  void Save(const std::string& step_dir);
+  // Waits for the last Save's file to be written; rethrows its error.
+  void WaitForSave();
+  // The global step of the last batch Next() returned (the resumed step before the first).
+  uint64_t step() const;
+
+  // Collective over `comm`: the newest complete step folder under `checkpoint_dir` (for
+  // LoaderConfig::resume_from), or nullopt. Incomplete newer steps are logged and passed over.
+  static std::optional<std::string> FindResumeStep(MPI_Comm comm,
+                                                   const std::string& checkpoint_dir);
 
   const CorpusTable& corpus() const;
   // Weights as used, normalized, per dataset in corpus order.

@@ -32,35 +32,59 @@ struct RunOptions {
   std::optional<int64_t> bos_id;
   uint64_t steps = 100;
   std::string dump;
-  std::string config_file;  // --config
+  std::string config_file;     // --config
+  std::string checkpoint_dir;  // --checkpoint-dir
+  uint64_t save_every = 0;     // --save-every (0: never)
+  bool resume = false;         // --resume
 };
 
 // DIR/rank-<r>.bin, created afresh; every batch goes out with write(2) before the next one is
 // taken, so a run killed at any moment leaves every batch it delivered in its dump.
+// Beside it, DIR/rank-<r>.pieces says what the rows are made of: per piece five little-endian
+// uint64 (dataset, document, epoch, first framed position, count), for checking exactly-once.
 class Dump {
  public:
-  Dump(const std::string& dir, int rank) : path_(fmt::format("{}/rank-{}.bin", dir, rank)) {
+  Dump(const std::string& dir, int rank)
+      : tokens_(Open(fmt::format("{}/rank-{}.bin", dir, rank), dir)),
+        pieces_(Open(fmt::format("{}/rank-{}.pieces", dir, rank), dir)) {}
+  ~Dump() {
+    ::close(tokens_.fd);
+    ::close(pieces_.fd);
+  }
+  void Write(const Batch& batch) {
+    std::vector<uint64_t> pieces;
+    for (const DocPiece& p : batch.pieces) {
+      pieces.insert(pieces.end(), {p.dataset, p.doc, p.epoch, p.first, p.count});
+    }
+    WriteAll(pieces_, pieces.data(), pieces.size() * sizeof(uint64_t));
+    WriteAll(tokens_, batch.tokens.data(), batch.tokens.size() * sizeof(int64_t));
+  }
+
+ private:
+  struct File {
+    std::string path;
+    int fd;
+  };
+  static File Open(const std::string& path, const std::string& dir) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    STOKER_CHECK(fd_ >= 0, IoError, "cannot create {}: {}", path_, std::strerror(errno));
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    STOKER_CHECK(fd >= 0, IoError, "cannot create {}: {}", path, std::strerror(errno));
+    return {path, fd};
   }
-  ~Dump() { ::close(fd_); }
-  void Write(const Batch& batch) {
-    const char* bytes = reinterpret_cast<const char*>(batch.tokens.data());
-    size_t left = batch.tokens.size() * sizeof(int64_t);
+  static void WriteAll(const File& file, const void* data, size_t left) {
+    const char* bytes = static_cast<const char*>(data);
     while (left > 0) {
-      const ssize_t n = ::write(fd_, bytes, left);
+      const ssize_t n = ::write(file.fd, bytes, left);
       if (n < 0 && errno == EINTR) continue;
-      STOKER_CHECK(n > 0, IoError, "writing {} failed: {}", path_, std::strerror(errno));
+      STOKER_CHECK(n > 0, IoError, "writing {} failed: {}", file.path, std::strerror(errno));
       bytes += n;
       left -= static_cast<size_t>(n);
     }
   }
 
- private:
-  std::string path_;
-  int fd_ = -1;
+  File tokens_;
+  File pieces_;
 };
 
 // CLI11 2.1 reads a config file for the main app only (App::_process_config_file), never for a
@@ -90,8 +114,20 @@ int RunRun(const RunOptions& options, const mpi::Comm& world) {
   LoaderConfig config = options.config;
   config.eos_id = options.eos_id;
   config.bos_id = options.bos_id;
-  mpi::FailTogether(world, [&] { config.weights = ParseWeights(options.weights); });
+  mpi::FailTogether(world, [&] {
+    config.weights = ParseWeights(options.weights);
+    STOKER_CHECK(!options.resume || !options.checkpoint_dir.empty(), ConfigError,
+                 "--resume needs --checkpoint-dir");
+    STOKER_CHECK(options.save_every == 0 || !options.checkpoint_dir.empty(), ConfigError,
+                 "--save-every needs --checkpoint-dir");
+  });
   const auto start = std::chrono::steady_clock::now();
+  if (options.resume) {
+    const auto step_dir = Loader::FindResumeStep(world.get(), options.checkpoint_dir);
+    if (step_dir) config.resume_from = *step_dir;
+    if (!step_dir) spdlog::info("run: no checkpoint in {} yet: starting at step 0",
+                                options.checkpoint_dir);
+  }
   Loader loader(world.get(), config);
   const double startup = Since(start);
   std::optional<Dump> dump;
@@ -99,26 +135,32 @@ int RunRun(const RunOptions& options, const mpi::Comm& world) {
 
   const auto streaming = std::chrono::steady_clock::now();
   double waiting = 0, last_report = 0;
-  uint64_t tokens = 0, step = 0;
+  uint64_t tokens = 0, step = loader.step(), batches = 0;
   while (step < options.steps) {
     const auto asked = std::chrono::steady_clock::now();
     std::optional<Batch> batch = loader.Next();
     waiting += Since(asked);
     if (!batch) break;
     step = batch->step;
+    ++batches;
     tokens += batch->tokens.size();
     if (dump) dump->Write(*batch);
+    if (options.save_every > 0 && step % options.save_every == 0) {
+      loader.Save(fmt::format("{}/{}", options.checkpoint_dir, "step-" + std::to_string(step)));
+    }
     if (const double now = Since(streaming); now - last_report >= 5 && world.rank() == 0) {
       spdlog::info("run: step {} of {}, {:.1f} M tokens/s on this rank", step, options.steps,
                    tokens / now / 1e6);
       last_report = now;
     }
   }
+  loader.WaitForSave();
   const double seconds = Since(streaming);
   const uint64_t all_tokens = world.Sum(tokens);
   const double max_wait = static_cast<double>(world.Max(static_cast<uint64_t>(waiting * 1e6)));
   if (world.rank() == 0) {
-    nlohmann::json line = {{"ranks", world.size()}, {"steps", step}, {"tokens", all_tokens},
+    nlohmann::json line = {{"ranks", world.size()}, {"steps", step}, {"batches", batches},
+                           {"tokens", all_tokens},
                            {"seconds", seconds},
                            {"tokens_per_second", seconds > 0 ? all_tokens / seconds : 0.0},
                            {"tokens_per_second_per_rank",
@@ -168,6 +210,15 @@ Command SetupRun(CLI::App& app) {
   sub->add_option("--dump", options->dump,
                   "Write every delivered batch to DIR/rank-<r>.bin (raw little-endian int64 rows "
                   "of seq-len + 1 tokens), each before the next batch is taken");
+  sub->add_option("--checkpoint-dir", options->checkpoint_dir,
+                  "Folder of checkpoints: --save-every writes DIR/step-<N>/loader/, one file per "
+                  "rank; --resume goes on from the newest complete step");
+  sub->add_option("--save-every", options->save_every,
+                  "Save the loader's state every K global steps (0: never)")
+      ->capture_default_str();
+  sub->add_flag("--resume", options->resume,
+                "Go on from the newest complete step under --checkpoint-dir, on any number of "
+                "ranks (none yet: start at step 0); --steps N still stops after global step N");
   return {sub, [options, sub](const mpi::Comm& world) {
             if (!options->config_file.empty()) {
               mpi::FailTogether(world, [&] { ApplyConfigFile(sub, options->config_file); });

@@ -13,6 +13,7 @@
 
 #include "base/check.h"
 #include "core/token_type.h"
+#include "io/files.h"
 
 namespace stoker {
 
@@ -39,16 +40,6 @@ void Narrow(std::span<const uint64_t> tokens, uint64_t first_index, const std::s
                  std::numeric_limits<T>::is_signed ? " signed" : "", kMax);
     dst[i] = static_cast<T>(tokens[i]);
   }
-}
-
-// Flushes `path` (a file or a folder) to stable storage.
-void Sync(const std::string& path, bool folder) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (folder ? O_DIRECTORY : 0));
-  STOKER_CHECK(fd >= 0, IoError, "cannot open {} to sync it: {}", path, std::strerror(errno));
-  const int synced = ::fsync(fd);
-  const int error = errno;
-  ::close(fd);
-  STOKER_CHECK(synced == 0, IoError, "cannot sync {}: {}", path, std::strerror(error));
 }
 
 h5::IntType IntTypeOf(TokenType type) { return {TokenTypeSize(type), TokenTypeSigned(type)}; }
@@ -143,7 +134,7 @@ void ShardWriter::Finish() {
     file_.reset();
     // The data reaches the disk before the name does, and the name before Finish returns: after
     // a crash the shard is there whole, or not at all.
-    Sync(temp_path_, /*folder=*/false);
+    SyncPath(temp_path_, /*folder=*/false);
   } catch (...) {
     file_.reset();
     std::remove(temp_path_.c_str());
@@ -156,7 +147,7 @@ void ShardWriter::Finish() {
         fmt::format("cannot rename {} to {}: {}", temp_path_, path_, std::strerror(error)));
   }
   const std::string parent = std::filesystem::path(path_).parent_path().string();
-  Sync(parent.empty() ? "." : parent, /*folder=*/true);
+  SyncPath(parent.empty() ? "." : parent, /*folder=*/true);
 }
 
 void WriteShard(const std::string& path, TokenType type, std::span<const uint64_t> doc_offsets,

@@ -11,8 +11,11 @@
 #include "base/check.h"
 #include "core/loader_state.h"
 #include "io/batch_reader.h"
+#include "io/checkpoint_store.h"
+#include "io/checkpoint_writer.h"
 #include "io/doc_index.h"
 #include "loader/loader_setup.h"
+#include "loader/restore.h"
 
 namespace stoker {
 
@@ -22,6 +25,8 @@ class Loader::Impl {
   ~Impl();
 
   std::optional<Batch> Next();
+  void Save(const std::string& step_dir);
+  void WaitForSave() { writer_.Wait(); }
   const LoaderSetup& setup() const { return setup_; }
   const RankState& delivered() const { return delivered_; }
   int rank() const { return comm_.rank(); }
@@ -34,11 +39,14 @@ class Loader::Impl {
   };
   void ReadAhead();
   Ready MakeBatch();
+  OrderIdentity Identity() const;
+  RankState StartingState();
 
   mpi::Comm comm_;
   LoaderConfig config_;
   LoaderSetup setup_;
   RankState delivered_;  // the state after the last batch Next() returned (trainer's thread)
+  CheckpointWriter writer_;
 
   // The reading thread's own: the planner runs ahead of delivered_.
   ShardPool pool_;
@@ -59,8 +67,7 @@ Loader::Impl::Impl(MPI_Comm comm, const LoaderConfig& config)
     : comm_(comm),
       config_(config),
       setup_(SetUpLoader(comm_, config_)),
-      delivered_(InitialRankState(setup_.table.datasets.size(), config_.logical_shards,
-                                  comm_.size(), comm_.rank())),
+      delivered_(StartingState()),
       pool_(setup_.table, config_.max_open_files),
       index_(setup_.table, &pool_, config_.offset_cache_bytes),
       reader_(&pool_, setup_.eos_id, setup_.bos_id),
@@ -68,6 +75,29 @@ Loader::Impl::Impl(MPI_Comm comm, const LoaderConfig& config)
                [this](uint32_t dataset, uint64_t doc) { return index_.Locate(dataset, doc); }),
       rows_(config_.batch_size),
       thread_([this] { ReadAhead(); }) {}
+
+OrderIdentity Loader::Impl::Identity() const {
+  OrderIdentity id{.corpus_fingerprint = setup_.table.fingerprint, .seed = config_.seed,
+                   .logical_shards = config_.logical_shards, .seq_len = config_.seq_len,
+                   .eos_id = setup_.eos_id, .bos_id = setup_.bos_id};
+  for (const auto& d : setup_.table.datasets) id.datasets.push_back(d.name);
+  return id;
+}
+
+RankState Loader::Impl::StartingState() {
+  if (config_.resume_from.empty()) {
+    return InitialRankState(setup_.table.datasets.size(), config_.logical_shards, comm_.size(),
+                            comm_.rank());
+  }
+  return RestoreRankState(comm_, config_.resume_from, Identity());
+}
+
+void Loader::Impl::Save(const std::string& step_dir) {
+  RankCheckpoint snapshot{.identity = Identity(), .weights = setup_.weights,
+                          .world = static_cast<uint64_t>(comm_.size()),
+                          .rank = static_cast<uint64_t>(comm_.rank()), .state = delivered_};
+  writer_.Submit(CheckpointPath(step_dir, snapshot.rank, snapshot.world), std::move(snapshot));
+}
 
 Loader::Impl::~Impl() {
   {
@@ -108,7 +138,10 @@ Loader::Impl::Ready Loader::Impl::MakeBatch() {
   batch.dataset_tokens.assign(setup_.table.datasets.size(), 0);
   for (auto& row : rows_) {
     planner_.NextRow(&row);
-    for (const Segment& s : row) batch.dataset_tokens[s.dataset] += s.count;
+    for (const Segment& s : row) {
+      batch.dataset_tokens[s.dataset] += s.count;
+      batch.pieces.push_back({s.dataset, s.doc, s.epoch, s.first, s.count});
+    }
   }
   planner_.EndBatch();
   batch.step = planner_.state().step;
@@ -136,6 +169,14 @@ Loader::Loader(MPI_Comm comm, const LoaderConfig& config)
     : impl_(std::make_unique<Impl>(comm, config)) {}
 Loader::~Loader() = default;
 std::optional<Batch> Loader::Next() { return impl_->Next(); }
+void Loader::Save(const std::string& step_dir) { impl_->Save(step_dir); }
+void Loader::WaitForSave() { impl_->WaitForSave(); }
+uint64_t Loader::step() const { return impl_->delivered().step; }
+
+std::optional<std::string> Loader::FindResumeStep(MPI_Comm comm,
+                                                  const std::string& checkpoint_dir) {
+  return FindNewestCompleteStep(mpi::Comm(comm), checkpoint_dir);
+}
 const CorpusTable& Loader::corpus() const { return impl_->setup().table; }
 const std::vector<double>& Loader::weights() const { return impl_->setup().weights; }
 int64_t Loader::eos_id() const { return impl_->setup().eos_id; }

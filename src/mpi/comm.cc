@@ -99,6 +99,35 @@ std::vector<std::string> Comm::AllGather(const std::string& bytes) const {
   return out;
 }
 
+std::vector<std::string> Comm::AllToAll(const std::vector<std::string>& to_each) const {
+  STOKER_ASSERT(to_each.size() == static_cast<size_t>(size_), "{} messages for {} ranks",
+                to_each.size(), size_);
+  std::vector<uint64_t> send_sizes(size_), recv_sizes(size_);
+  for (int r = 0; r < size_; ++r) send_sizes[r] = to_each[r].size();
+  Check(MPI_Alltoall(send_sizes.data(), 1, MPI_UINT64_T, recv_sizes.data(), 1, MPI_UINT64_T,
+                     get()),
+        "MPI_Alltoall");
+  std::vector<int> send_counts(size_), send_displs(size_), recv_counts(size_), recv_displs(size_);
+  std::string sent, received;
+  for (int r = 0; r < size_; ++r) {
+    STOKER_CHECK(sent.size() + send_sizes[r] < (uint64_t{1} << 31) &&
+                     received.size() + recv_sizes[r] < (uint64_t{1} << 31),
+                 MpiError, "all-to-all of more than 2 GiB per rank exceeds MPI's int counts");
+    send_displs[r] = static_cast<int>(sent.size());
+    send_counts[r] = static_cast<int>(send_sizes[r]);
+    sent += to_each[r];
+    recv_displs[r] = static_cast<int>(received.size());
+    recv_counts[r] = static_cast<int>(recv_sizes[r]);
+    received.resize(received.size() + recv_sizes[r]);
+  }
+  Check(MPI_Alltoallv(sent.data(), send_counts.data(), send_displs.data(), MPI_BYTE,
+                      received.data(), recv_counts.data(), recv_displs.data(), MPI_BYTE, get()),
+        "MPI_Alltoallv");
+  std::vector<std::string> out(size_);
+  for (int r = 0; r < size_; ++r) out[r] = received.substr(recv_displs[r], recv_counts[r]);
+  return out;
+}
+
 void Comm::SumInPlace(std::span<uint64_t> values) const {
   Check(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_UINT64_T,
                       MPI_SUM, get()),

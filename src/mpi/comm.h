@@ -67,6 +67,9 @@ class Comm {
   // Every rank's `bytes`, indexed by rank, on every rank. More than 2 GiB in all is an MpiError
   // that every rank throws together (collective).
   std::vector<std::string> AllGather(const std::string& bytes) const;
+  // Personalized all-to-all: to_each[r] goes to rank r; returns what each rank sent to this one.
+  // One exchange of sizes (MPI_Alltoall), then one of the bytes (MPI_Alltoallv).
+  std::vector<std::string> AllToAll(const std::vector<std::string>& to_each) const;
   void SumInPlace(std::span<uint64_t> values) const;
   void SumInPlace(std::span<double> values) const;
   uint64_t Sum(uint64_t value) const;

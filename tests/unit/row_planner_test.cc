@@ -7,102 +7,40 @@
 #include <map>
 #include <vector>
 
-#include "core/random.h"
+#include "common/fake_corpus.h"
 
 namespace stoker {
 namespace {
 
-// A made-up corpus: per dataset, document lengths (some empty).
-struct FakeCorpus {
-  std::vector<std::string> names;
-  std::vector<std::vector<uint64_t>> lengths;
+using testing::AllPastEpoch;
+using testing::ConfigFor;
+using testing::EpochZeroCounter;
+using testing::FakeCorpus;
 
-  static FakeCorpus Make(const std::vector<uint64_t>& docs_per_dataset, uint64_t seed,
-                         double mean = 50) {
-    FakeCorpus c;
-    CounterRng rng(seed);
-    for (size_t d = 0; d < docs_per_dataset.size(); ++d) {
-      c.names.push_back("ds" + std::to_string(d));
-      auto& lengths = c.lengths.emplace_back();
-      for (uint64_t i = 0; i < docs_per_dataset[d]; ++i) {
-        lengths.push_back(rng.NextBelow(10) == 0 ? 0 : 1 + rng.NextBelow(2 * mean));
-      }
-    }
-    return c;
-  }
 
-  DocLocator Locator() const {
-    return [this](uint32_t d, uint64_t doc) { return DocSpan{d, doc, lengths[d][doc]}; };
-  }
-};
-
-PlannerConfig ConfigFor(const FakeCorpus& corpus, const std::vector<double>& weights,
-                        uint64_t shards, uint64_t world, uint64_t rank, uint64_t row = 97) {
-  PlannerConfig config{.seed = 7, .logical_shards = shards, .world = world, .rank = rank,
-                       .row_tokens = row};
-  for (size_t d = 0; d < corpus.names.size(); ++d) {
-    config.datasets.push_back({corpus.names[d], corpus.lengths[d].size(), weights[d]});
-  }
-  return config;
-}
-
-// True when every logical shard of the rank that holds documents is past `epoch`.
-bool AllPastEpoch(const RowPlanner& planner, const std::vector<double>& weights, uint64_t epoch) {
-  const RankState& state = planner.state();
-  const PlannerConfig& config = planner.config();
-  for (uint64_t j = state.shards.begin; j < state.shards.end; ++j) {
-    for (uint32_t d = 0; d < state.datasets; ++d) {
-      const DatasetOrder order(config.seed, config.datasets[d].name, config.datasets[d].docs,
-                               config.logical_shards);
-      if (order.Slice(j).empty() || weights[d] == 0) continue;
-      if (state.cursor(j, d).epoch <= epoch) return false;
-    }
-  }
-  return true;
-}
-
-// Runs every rank of a world until all its shards are past epoch 0 and returns, per dataset and
-// document, how many times each framed token of epoch 0 was delivered.
-std::vector<std::vector<std::vector<int>>> CountEpochZero(const FakeCorpus& corpus,
-                                                          const std::vector<double>& weights,
-                                                          uint64_t shards, uint64_t world) {
-  std::vector<std::vector<std::vector<int>>> seen(corpus.names.size());
-  for (size_t d = 0; d < corpus.names.size(); ++d) {
-    for (uint64_t n : corpus.lengths[d]) seen[d].emplace_back(n == 0 ? 0 : n + 1, 0);
-  }
+// Runs every rank of a world until all its shards are past epoch 0, counting every framed token
+// of epoch 0 it delivers.
+EpochZeroCounter CountEpochZero(const FakeCorpus& corpus, const std::vector<double>& weights,
+                                uint64_t shards, uint64_t world) {
+  EpochZeroCounter counter(corpus);
   for (uint64_t rank = 0; rank < world; ++rank) {
     const PlannerConfig config = ConfigFor(corpus, weights, shards, world, rank);
     RowPlanner planner(config, InitialRankState(corpus.names.size(), shards, world, rank),
                        corpus.Locator());
     std::vector<Segment> row;
-    for (int rows = 0; !AllPastEpoch(planner, weights, 0); ++rows) {
+    for (int rows = 0; !AllPastEpoch(planner.state(), config, 0); ++rows) {
       if (rows > 1000000) {
         ADD_FAILURE() << "rank " << rank << " never finished epoch 0";
         break;
       }
       planner.NextRow(&row);
       uint64_t total = 0;
-      for (const Segment& s : row) {
-        total += s.count;
-        if (s.epoch != 0) continue;
-        for (uint64_t t = s.first; t < s.first + s.count; ++t) ++seen[s.dataset][s.doc][t];
-      }
+      for (const Segment& s : row) total += s.count;
       EXPECT_EQ(total, config.row_tokens);
+      counter.Add(row);
     }
   }
-  return seen;
-}
-
-void ExpectExactlyOnce(const std::vector<std::vector<std::vector<int>>>& seen,
-                       const std::vector<double>& weights) {
-  for (size_t d = 0; d < seen.size(); ++d) {
-    if (weights[d] == 0) continue;
-    for (size_t doc = 0; doc < seen[d].size(); ++doc) {
-      for (size_t t = 0; t < seen[d][doc].size(); ++t) {
-        ASSERT_EQ(seen[d][doc][t], 1) << "dataset " << d << " doc " << doc << " token " << t;
-      }
-    }
-  }
+  return counter;
 }
 
 TEST(RowPlanner, OneEpochDeliversEveryTokenOnceInManyWorlds) {
@@ -111,7 +49,7 @@ TEST(RowPlanner, OneEpochDeliversEveryTokenOnceInManyWorlds) {
   for (uint64_t world : {1, 2, 3, 4, 5, 7}) {
     for (uint64_t shards : {7, 64, 100}) {
       SCOPED_TRACE("world " + std::to_string(world) + " shards " + std::to_string(shards));
-      ExpectExactlyOnce(CountEpochZero(corpus, weights, shards, world), weights);
+      CountEpochZero(corpus, weights, shards, world).ExpectExactlyOnce(weights);
     }
   }
 }
@@ -119,7 +57,7 @@ TEST(RowPlanner, OneEpochDeliversEveryTokenOnceInManyWorlds) {
 TEST(RowPlanner, AThousandRanks) {
   const FakeCorpus corpus = FakeCorpus::Make({20000, 5000}, 2, 20);
   const std::vector<double> weights = {1, 1};
-  ExpectExactlyOnce(CountEpochZero(corpus, weights, 4096, 1000), weights);
+  CountEpochZero(corpus, weights, 4096, 1000).ExpectExactlyOnce(weights);
 }
 
 TEST(RowPlanner, ZeroWeightDatasetIsNeverRead) {

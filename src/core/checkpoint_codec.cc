@@ -1,0 +1,274 @@
+#include "core/checkpoint_codec.h"
+
+#include <xxhash.h>
+
+#include <cstring>
+
+#include "base/check.h"
+
+namespace stoker {
+
+namespace {
+
+constexpr char kMagic[8] = {'S', 'T', 'O', 'K', 'E', 'R', 'C', 'K'};
+constexpr size_t kHeader = 20;
+constexpr size_t kTrailer = 8;
+
+uint64_t ZigZag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+int64_t UnZigZag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
+
+class Writer {
+ public:
+  void U(uint64_t v) {
+    while (v >= 0x80) {
+      out_.push_back(static_cast<char>(v | 0x80));
+      v >>= 7;
+    }
+    out_.push_back(static_cast<char>(v));
+  }
+  void S(int64_t v) { U(ZigZag(v)); }
+  void D(double v) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, 8);
+    Fixed(bits, 8);
+  }
+  void Str(std::string_view s) {
+    U(s.size());
+    out_.append(s);
+  }
+  void Fixed(uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) out_.push_back(static_cast<char>(v >> (8 * i)));
+  }
+  std::string& bytes() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  Reader(std::string_view bytes, const std::string& source) : in_(bytes), source_(source) {}
+  uint64_t U() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      Need(1);
+      const auto byte = static_cast<uint8_t>(in_[pos_++]);
+      v |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) return v;
+    }
+    Fail("a number runs past 64 bits");
+  }
+  int64_t S() { return UnZigZag(U()); }
+  double D() {
+    const uint64_t bits = Fixed(8);
+    double v;
+    std::memcpy(&v, &bits, 8);
+    return v;
+  }
+  std::string Str() {
+    const uint64_t n = U();
+    Need(n);
+    std::string s(in_.substr(pos_, n));
+    pos_ += n;
+    return s;
+  }
+  uint64_t Fixed(int bytes) {
+    Need(bytes);
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(in_[pos_++])) << (8 * i);
+    return v;
+  }
+  // A count of items of at least `min_bytes` each: never more than the bytes left allow.
+  uint64_t Count(uint64_t min_bytes) {
+    const uint64_t n = U();
+    if (n > (in_.size() - pos_) / std::max<uint64_t>(1, min_bytes)) Fail("a count exceeds the file");
+    return n;
+  }
+  bool done() const { return pos_ == in_.size(); }
+  uint64_t left() const { return in_.size() - pos_; }
+  [[noreturn]] void Fail(const std::string& what) const {
+    throw DataError(fmt::format("{}: not a valid stoker checkpoint: {}", source_, what));
+  }
+
+ private:
+  void Need(uint64_t n) const {
+    if (n > in_.size() - pos_) Fail("it ends early");
+  }
+  std::string_view in_;
+  std::string source_;
+  size_t pos_ = 0;
+};
+
+void PutCursors(const RankState& state, Writer* w) {
+  const uint64_t shards = state.shards.size();
+  for (uint64_t d = 0; d < state.datasets; ++d) {
+    ShardCursor previous;
+    for (uint64_t j = 0; j < shards; ++j) {
+      const ShardCursor& c = state.cursors[j * state.datasets + d];
+      w->S(static_cast<int64_t>(c.epoch - previous.epoch));
+      w->S(static_cast<int64_t>(c.position - previous.position));
+      w->U(c.offset);
+      previous = c;
+    }
+  }
+}
+
+void GetCursors(Reader* r, RankState* state) {
+  const uint64_t shards = state->shards.size();
+  // Every cursor takes at least 3 bytes: never allocate more cursors than the bytes can hold.
+  if (shards > 0 && state->datasets > r->left() / 3 / shards) r->Fail("more cursors than bytes");
+  state->cursors.resize(shards * state->datasets);
+  for (uint64_t d = 0; d < state->datasets; ++d) {
+    ShardCursor previous;
+    for (uint64_t j = 0; j < shards; ++j) {
+      ShardCursor c;
+      c.epoch = previous.epoch + static_cast<uint64_t>(r->S());
+      c.position = previous.position + static_cast<uint64_t>(r->S());
+      c.offset = r->U();
+      state->cursors[j * state->datasets + d] = c;
+      previous = c;
+    }
+  }
+}
+
+void PutIdentity(const OrderIdentity& id, Writer* w) {
+  w->Str(id.corpus_fingerprint);
+  w->U(id.seed);
+  w->U(id.logical_shards);
+  w->U(id.seq_len);
+  w->S(id.eos_id);
+  w->U(id.bos_id.has_value());
+  w->S(id.bos_id.value_or(0));
+  w->U(id.datasets.size());
+  for (const auto& name : id.datasets) w->Str(name);
+}
+
+OrderIdentity GetIdentity(Reader* r) {
+  OrderIdentity id;
+  id.corpus_fingerprint = r->Str();
+  id.seed = r->U();
+  id.logical_shards = r->U();
+  id.seq_len = r->U();
+  id.eos_id = r->S();
+  const bool has_bos = r->U() != 0;
+  const int64_t bos = r->S();
+  if (has_bos) id.bos_id = bos;
+  id.datasets.resize(r->Count(1));
+  for (auto& name : id.datasets) name = r->Str();
+  return id;
+}
+
+}  // namespace
+
+std::string EncodeCheckpoint(const RankCheckpoint& c) {
+  const RankState& s = c.state;
+  Writer payload;
+  PutIdentity(c.identity, &payload);
+  payload.U(c.world);
+  payload.U(c.rank);
+  for (double w : c.weights) payload.D(w);
+  payload.U(s.step);
+  payload.U(s.generation);
+  payload.U(s.shards.begin);
+  payload.U(s.shards.end);
+  for (uint64_t d = 0; d < s.datasets; ++d) {
+    payload.U(s.delivered[d]);
+    payload.U(s.interleave[d].cycle);
+    payload.U(s.interleave[d].index);
+  }
+  PutCursors(s, &payload);
+  payload.U(s.unfinished.size());
+  for (const auto& u : s.unfinished) {
+    payload.U(u.dataset);
+    payload.U(u.shard);
+  }
+  Writer file;
+  file.bytes().append(kMagic, sizeof(kMagic));
+  file.Fixed(kCheckpointFormatVersion, 4);
+  file.Fixed(payload.bytes().size(), 8);
+  file.bytes() += payload.bytes();
+  file.Fixed(XXH3_64bits(file.bytes().data(), file.bytes().size()), 8);
+  return std::move(file.bytes());
+}
+
+RankCheckpoint DecodeCheckpoint(std::string_view bytes, const std::string& source) {
+  Reader frame(bytes, source);
+  if (bytes.size() < kHeader + kTrailer || std::memcmp(bytes.data(), kMagic, 8) != 0) {
+    frame.Fail(fmt::format("no stoker checkpoint header ({} bytes)", bytes.size()));
+  }
+  frame.Fixed(8);
+  const uint64_t version = frame.Fixed(4);
+  if (version != kCheckpointFormatVersion) {
+    frame.Fail(fmt::format("format version {} (this stoker reads {})", version,
+                           kCheckpointFormatVersion));
+  }
+  const uint64_t length = frame.Fixed(8);
+  if (length != bytes.size() - kHeader - kTrailer) {
+    frame.Fail(fmt::format("it holds {} bytes where its header promises {} (truncated?)",
+                           bytes.size(), length + kHeader + kTrailer));
+  }
+  uint64_t stored = 0;
+  for (int i = 0; i < 8; ++i) {
+    stored |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[bytes.size() - 8 + i])) << (8 * i);
+  }
+  if (stored != XXH3_64bits(bytes.data(), bytes.size() - kTrailer)) {
+    frame.Fail("checksum mismatch (the file is corrupt)");
+  }
+
+  Reader r(bytes.substr(kHeader, length), source);
+  RankCheckpoint c;
+  c.identity = GetIdentity(&r);
+  c.world = r.U();
+  c.rank = r.U();
+  if (c.world == 0 || c.rank >= c.world) r.Fail(fmt::format("rank {} of {}", c.rank, c.world));
+  const uint64_t datasets = c.identity.datasets.size();
+  for (uint64_t d = 0; d < datasets; ++d) c.weights.push_back(r.D());
+  RankState& s = c.state;
+  s.datasets = datasets;
+  s.step = r.U();
+  s.generation = r.U();
+  s.shards.begin = r.U();
+  s.shards.end = r.U();
+  if (s.shards.begin > s.shards.end || s.shards.end > c.identity.logical_shards) {
+    r.Fail(fmt::format("logical shards [{}, {}) of {}", s.shards.begin, s.shards.end,
+                       c.identity.logical_shards));
+  }
+  s.delivered.resize(datasets);
+  s.interleave.resize(datasets);
+  for (uint64_t d = 0; d < datasets; ++d) {
+    s.delivered[d] = r.U();
+    s.interleave[d].cycle = r.U();
+    s.interleave[d].index = r.U();
+  }
+  GetCursors(&r, &s);
+  s.unfinished.resize(r.Count(2));
+  for (auto& u : s.unfinished) {
+    u.dataset = static_cast<uint32_t>(r.U());
+    u.shard = r.U();
+    if (u.dataset >= datasets || !s.shards.contains(u.shard)) r.Fail("an unfinished document");
+  }
+  if (!r.done()) r.Fail("bytes after the end of the state");
+  return c;
+}
+
+std::vector<std::string> IdentityDifferences(const OrderIdentity& saved,
+                                             const OrderIdentity& now) {
+  std::vector<std::string> out;
+  auto differ = [&](const char* what, const auto& a, const auto& b) {
+    if (a != b) out.push_back(fmt::format("{}: checkpoint {}, now {}", what, a, b));
+  };
+  differ("corpus fingerprint", saved.corpus_fingerprint, now.corpus_fingerprint);
+  differ("datasets", fmt::format("{}", fmt::join(saved.datasets, ",")),
+         fmt::format("{}", fmt::join(now.datasets, ",")));
+  differ("seed", saved.seed, now.seed);
+  differ("logical shards", saved.logical_shards, now.logical_shards);
+  differ("seq_len", saved.seq_len, now.seq_len);
+  differ("eos_id", saved.eos_id, now.eos_id);
+  const auto bos = [](const std::optional<int64_t>& b) {
+    return b ? fmt::format("{}", *b) : std::string("none");
+  };
+  differ("bos_id", bos(saved.bos_id), bos(now.bos_id));
+  return out;
+}
+
+}  // namespace stoker

@@ -1,0 +1,84 @@
+#include "io/files.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "base/check.h"
+
+namespace stoker {
+
+void SyncPath(const std::string& path, bool folder) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (folder ? O_DIRECTORY : 0));
+  STOKER_CHECK(fd >= 0, IoError, "cannot open {} to sync it: {}", path, std::strerror(errno));
+  const int synced = ::fsync(fd);
+  const int error = errno;
+  ::close(fd);
+  STOKER_CHECK(synced == 0, IoError, "cannot sync {}: {}", path, std::strerror(error));
+}
+
+namespace {
+
+void WriteAll(int fd, std::string_view bytes, const std::string& path) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    STOKER_CHECK(n > 0, IoError, "writing {} failed: {}", path, std::strerror(errno));
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
+void WriteFileAtomically(const std::string& path, std::string_view bytes) {
+  const std::filesystem::path target(path);
+  const std::string folder =
+      target.has_parent_path() ? target.parent_path().string() : std::string(".");
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
+  STOKER_CHECK(!ec, IoError, "cannot create folder {}: {}", folder, ec.message());
+  const std::string temp = path + ".tmp";
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  STOKER_CHECK(fd >= 0, IoError, "cannot create {}: {}", temp, std::strerror(errno));
+  try {
+    WriteAll(fd, bytes, temp);
+    STOKER_CHECK(::fsync(fd) == 0, IoError, "cannot sync {}: {}", temp, std::strerror(errno));
+  } catch (...) {
+    ::close(fd);
+    std::remove(temp.c_str());
+    throw;
+  }
+  ::close(fd);
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    std::remove(temp.c_str());
+    throw IoError(fmt::format("cannot rename {} to {}: {}", temp, path, std::strerror(error)));
+  }
+  SyncPath(folder, /*folder=*/true);
+}
+
+std::string ReadFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  STOKER_CHECK(fd >= 0, IoError, "cannot open {}: {}", path, std::strerror(errno));
+  std::string bytes;
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      throw IoError(fmt::format("reading {} failed: {}", path, std::strerror(error)));
+    }
+    if (n == 0) break;
+    bytes.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return bytes;
+}
+
+}  // namespace stoker

@@ -1,0 +1,51 @@
+#include "loader/reshard.h"
+
+#include <filesystem>
+
+#include "base/check.h"
+#include "core/rescale.h"
+#include "io/checkpoint_store.h"
+#include "loader/restore.h"
+
+namespace stoker {
+
+ReshardStats ReshardCheckpoint(const std::string& step_dir, uint64_t new_world,
+                               const std::string& out_step_dir) {
+  const StepFolder folder = DescribeStepFolder(step_dir);
+  STOKER_CHECK(folder.complete(), ConfigError, "checkpoint {} is incomplete: {}", step_dir,
+               fmt::join(folder.problems, "; "));
+  const uint64_t old_world = *folder.world;
+  std::vector<RankCheckpoint> old;
+  for (uint64_t k = 0; k < old_world; ++k) {
+    old.push_back(ReadCheckpointFile(CheckpointPath(step_dir, k, old_world)));
+    CheckIdentity(old.back(), old.front().identity, CheckpointPath(step_dir, k, old_world));
+  }
+  const OrderIdentity& identity = old.front().identity;
+  STOKER_CHECK(new_world >= 1 && new_world <= identity.logical_shards, ConfigError,
+               "--world-size {} is outside [1, {}] (the checkpoint's logical shards)", new_world,
+               identity.logical_shards);
+  for (uint64_t n = 0; n < new_world; ++n) {
+    const std::string path = CheckpointPath(out_step_dir, n, new_world);
+    STOKER_CHECK(!std::filesystem::exists(path), ConfigError,
+                 "{} already exists: reshard never overwrites a checkpoint", path);
+  }
+  std::vector<std::vector<RescalePart>> parts(new_world);
+  for (uint64_t k = 0; k < old_world; ++k) {
+    auto split = SplitState(old[k].state, k, identity.logical_shards, new_world);
+    for (uint64_t n = 0; n < new_world; ++n) parts[n].push_back(std::move(split[n]));
+  }
+  ReshardStats stats{.step = old.front().state.step, .old_world = old_world,
+                     .new_world = new_world};
+  for (uint64_t n = 0; n < new_world; ++n) {
+    RankCheckpoint out{.identity = identity, .weights = old.front().weights, .world = new_world,
+                       .rank = n};
+    out.state = AssembleState(std::move(parts[n]), identity.datasets.size(),
+                              identity.logical_shards, new_world, n);
+    const std::string path = CheckpointPath(out_step_dir, n, new_world);
+    WriteCheckpointFile(path, out);
+    stats.bytes_written += std::filesystem::file_size(path);
+  }
+  return stats;
+}
+
+}  // namespace stoker

@@ -1,0 +1,34 @@
+// Resuming the loader from a checkpoint step folder. Both calls are collective over `comm` and
+// fail on every rank together with one message.
+//
+// Same world size: every rank reads its own file; the stream goes on bit for bit as if the run
+// had never stopped. Another world size: the new ranks read the old files between them (old
+// file k by new rank k mod W'), split each into parts for the new owners of its logical shards
+// (core/rescale.h), and one all-to-all exchange delivers them; every new rank assembles its
+// state. `stoker reshard` does the same offline, with the same functions.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/checkpoint_codec.h"
+#include "core/loader_state.h"
+#include "mpi/comm.h"
+
+namespace stoker {
+
+// The newest complete step folder under `checkpoint_dir`, or nullopt when it has none. Newer
+// incomplete steps (a job killed while saving) are logged and passed over.
+std::optional<std::string> FindNewestCompleteStep(const mpi::Comm& comm,
+                                                  const std::string& checkpoint_dir);
+
+// This rank's state from the step folder `step_dir`. Refuses (ConfigError) a checkpoint saved with
+// another corpus, seed, logical-shard count, seq_len or EOS/BOS than `now`, saying what differs;
+// a missing or corrupt rank file is an error naming it.
+RankState RestoreRankState(const mpi::Comm& comm, const std::string& step_dir,
+                           const OrderIdentity& now);
+
+// Checks one rank file's identity against `now` (ConfigError listing the differences).
+void CheckIdentity(const RankCheckpoint& saved, const OrderIdentity& now, const std::string& path);
+
+}  // namespace stoker

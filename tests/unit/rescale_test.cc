@@ -1,0 +1,175 @@
+// Rescaling in simulated worlds: ranks stream part of an epoch, their states are split and
+// reassembled for another world size, the new ranks stream on, and every framed token of the
+// epoch must have been delivered exactly once over all the worlds. Also: checkpoint files round
+// trip, and corrupt ones are refused.
+#include "core/rescale.h"
+
+#include <gtest/gtest.h>
+
+#include "common/fake_corpus.h"
+#include "core/checkpoint_codec.h"
+#include "stoker/error.h"
+
+namespace stoker {
+namespace {
+
+using testing::AllPastEpoch;
+using testing::ConfigFor;
+using testing::EpochZeroCounter;
+using testing::FakeCorpus;
+
+constexpr uint64_t kShards = 61;  // a prime: no world size divides it
+
+// Streams `rows` rows on every rank of the world that `states` describe, then returns their
+// states (rows < 0: until every rank is past epoch 0).
+std::vector<RankState> Stream(const FakeCorpus& corpus, const std::vector<double>& weights,
+                              std::vector<RankState> states, int rows,
+                              EpochZeroCounter* counter) {
+  const uint64_t world = states.size();
+  for (uint64_t rank = 0; rank < world; ++rank) {
+    const PlannerConfig config = ConfigFor(corpus, weights, kShards, world, rank);
+    RowPlanner planner(config, states[rank], corpus.Locator());
+    std::vector<Segment> row;
+    for (int i = 0; rows < 0 ? !AllPastEpoch(planner.state(), config, 0) : i < rows; ++i) {
+      if (i > 1000000) {
+        ADD_FAILURE() << "rank " << rank << " never finished epoch 0";
+        break;
+      }
+      planner.NextRow(&row);
+      counter->Add(row);
+    }
+    planner.EndBatch();
+    states[rank] = planner.state();
+  }
+  return states;
+}
+
+std::vector<RankState> Rescale(const std::vector<RankState>& old, uint64_t new_world,
+                               uint64_t datasets) {
+  std::vector<std::vector<RescalePart>> parts(new_world);
+  for (uint64_t r = 0; r < old.size(); ++r) {
+    auto split = SplitState(old[r], r, kShards, new_world);
+    for (uint64_t n = 0; n < new_world; ++n) {
+      // Through bytes, as over MPI.
+      parts[n].push_back(DecodeRescalePart(EncodeRescalePart(split[n])));
+    }
+  }
+  std::vector<RankState> out;
+  for (uint64_t n = 0; n < new_world; ++n) {
+    out.push_back(AssembleState(parts[n], datasets, kShards, new_world, n));
+  }
+  return out;
+}
+
+std::vector<RankState> Fresh(uint64_t world, uint64_t datasets) {
+  std::vector<RankState> states;
+  for (uint64_t r = 0; r < world; ++r) states.push_back(InitialRankState(datasets, kShards, world, r));
+  return states;
+}
+
+void ExpectExactlyOnceAcross(const std::vector<uint64_t>& worlds, const std::vector<int>& rows) {
+  const FakeCorpus corpus = FakeCorpus::Make({1500, 400, 90}, 11, 40);
+  const std::vector<double> weights = {3, 2, 1};
+  EpochZeroCounter counter(corpus);
+  std::vector<RankState> states = Fresh(worlds[0], 3);
+  uint64_t delivered = 0;
+  for (size_t i = 0; i < worlds.size(); ++i) {
+    if (i > 0) {
+      uint64_t before = 0, after = 0;
+      for (const auto& s : states) for (uint64_t v : s.delivered) before += v;
+      states = Rescale(states, worlds[i], 3);
+      for (const auto& s : states) for (uint64_t v : s.delivered) after += v;
+      EXPECT_EQ(before, after) << "mixing counters must be kept";
+      for (const auto& s : states) EXPECT_EQ(s.generation, i);
+    }
+    states = Stream(corpus, weights, states, i + 1 < worlds.size() ? rows[i] : -1, &counter);
+    delivered += 1;
+  }
+  counter.ExpectExactlyOnce(weights);
+}
+
+TEST(Rescale, ExactlyOnceAcrossWorldSizes) {
+  ExpectExactlyOnceAcross({4, 1}, {40});
+  ExpectExactlyOnceAcross({4, 3}, {33});
+  ExpectExactlyOnceAcross({2, 5}, {57});
+  ExpectExactlyOnceAcross({3, 7}, {21});
+  ExpectExactlyOnceAcross({4, 3, 5, 2}, {13, 17, 11});
+  ExpectExactlyOnceAcross({1, 61, 1}, {100, 3});  // every rank down to a single shard and back
+}
+
+TEST(Rescale, SameWorldKeepsEveryShardAndCounter) {
+  const FakeCorpus corpus = FakeCorpus::Make({700, 300}, 12);
+  EpochZeroCounter counter(corpus);
+  std::vector<RankState> states = Stream(corpus, {1, 1}, Fresh(3, 2), 25, &counter);
+  const std::vector<RankState> again = Rescale(states, 3, 2);
+  for (uint64_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(again[r].cursors, states[r].cursors);
+    EXPECT_EQ(again[r].unfinished, states[r].unfinished);
+    EXPECT_EQ(again[r].step, states[r].step);
+  }
+}
+
+TEST(Rescale, MissingOrDuplicatedShardsAreRefused) {
+  const std::vector<RankState> states = Fresh(2, 1);
+  auto a = SplitState(states[0], 0, kShards, 1);
+  auto b = SplitState(states[1], 1, kShards, 1);
+  EXPECT_THROW(AssembleState({a[0]}, 1, kShards, 1, 0), DataError);          // rank 1 missing
+  EXPECT_THROW(AssembleState({a[0], a[0], b[0]}, 1, kShards, 1, 0), DataError);  // twice
+  b[0].step = 99;
+  EXPECT_THROW(AssembleState({a[0], b[0]}, 1, kShards, 1, 0), DataError);   // steps differ
+}
+
+RankCheckpoint SomeCheckpoint() {
+  const FakeCorpus corpus = FakeCorpus::Make({500, 200}, 13);
+  EpochZeroCounter counter(corpus);
+  RankCheckpoint c;
+  c.identity = {.corpus_fingerprint = "0123456789abcdef0123456789abcdef", .seed = 5,
+                .logical_shards = kShards, .seq_len = 96, .eos_id = 1000, .bos_id = 1001,
+                .datasets = corpus.names};
+  c.weights = {0.75, 0.25};
+  c.world = 2;
+  c.rank = 1;
+  c.state = Stream(corpus, {3, 1}, Fresh(2, 2), 17, &counter)[1];
+  return c;
+}
+
+TEST(CheckpointCodec, RoundTrips) {
+  const RankCheckpoint c = SomeCheckpoint();
+  const std::string bytes = EncodeCheckpoint(c);
+  EXPECT_EQ(DecodeCheckpoint(bytes, "f"), c);
+  EXPECT_LT(bytes.size(), 400u);  // cursors, not tokens: a few bytes per logical shard
+}
+
+TEST(CheckpointCodec, EveryFlippedBitOrCutIsRefused) {
+  const std::string bytes = EncodeCheckpoint(SomeCheckpoint());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    for (int bit = 0; bit < 8; bit += 3) {
+      std::string bad = bytes;
+      bad[i] = static_cast<char>(bad[i] ^ (1 << bit));
+      EXPECT_THROW(DecodeCheckpoint(bad, "rank-1.ckpt"), DataError) << "byte " << i;
+    }
+  }
+  for (size_t n : {size_t{0}, size_t{7}, size_t{20}, bytes.size() / 2, bytes.size() - 1}) {
+    try {
+      DecodeCheckpoint(bytes.substr(0, n), "rank-1.ckpt");
+      ADD_FAILURE() << "a file cut to " << n << " bytes was accepted";
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find("rank-1.ckpt"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(CheckpointCodec, IdentityDifferencesNameWhatDiffers) {
+  const OrderIdentity a = SomeCheckpoint().identity;
+  OrderIdentity b = a;
+  EXPECT_TRUE(IdentityDifferences(a, b).empty());
+  b.seed = 6;
+  b.bos_id.reset();
+  const auto lines = IdentityDifferences(a, b);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "seed: checkpoint 5, now 6");
+  EXPECT_EQ(lines[1], "bos_id: checkpoint 1001, now none");
+}
+
+}  // namespace
+}  // namespace stoker
