@@ -7,14 +7,20 @@
 // ranks read every file of the corpus once (file i by rank i mod W) so that it comes from the page
 // cache: these VMs reclaim it after about a minute idle.
 //   throughput   3 datasets, mean document length 1,000, uint16 tokens, 8 files each. Per rank,
-//                alternating, `repeat` times after one untimed warm-up of each:
-//                baseline: plain HDF5, no loader logic: h5::File::OpenReadOnly every file once
-//                  (untimed), then for uniformly random documents of the whole corpus ReadRaw two
-//                  /doc_offsets entries and ReadRaw the document's tokens in the file's own type,
-//                  until `tokens` tokens are read;
-//                loader: stoker::Loader (constructed untimed), Next() until `tokens` tokens are
-//                  delivered (EOS included); the time spent inside Next() is the trainer's wait.
-//                Medians per rank, the ratio loader / baseline, and totals over the ranks.
+//                alternating, `repeat` times after one untimed warm-up of each, each reading
+//                uniformly random whole documents of the whole corpus in the file's own type (two
+//                /doc_offsets entries, then the tokens), with no loader logic, until `tokens`
+//                tokens are read; opening the files is not timed:
+//                  h5_readraw  h5::File::OpenReadOnly every file once, then h5::File::ReadRaw (the
+//                              h5 layer as it is: each call opens the array, HDF5's defaults);
+//                  hdf5        plain HDF5 at its best: both arrays of every file opened once, one
+//                              hyperslab H5Dread per read, the sieve buffer off (its default
+//                              64 KiB turns every small read into a 64 KiB one);
+//                  pread       ShardReader, the loader's own read primitive (pread at the arrays'
+//                              byte offsets);
+//                then the Loader (seq_len, batch_size; constructed untimed) pulling batches until
+//                `tokens` tokens are delivered (EOS included); the time spent inside Next() is the
+//                trainer's wait. Medians per rank, ratios loader / each baseline, totals.
 //   first-batch  10,000 small files (4 datasets of 2,500 files of 2,000 tokens): seconds from the
 //                start of the Loader's construction to the end of the first Next(), slowest rank.
 //   memory       3 datasets of 4 files, mean document length 4, `docs` documents in all: VmRSS

@@ -24,5 +24,6 @@ Command SetupPack(CLI::App& app);
 Command SetupVerify(CLI::App& app);
 Command SetupInspect(CLI::App& app);
 Command SetupRun(CLI::App& app);
+Command SetupReshard(CLI::App& app);
 
 }  // namespace stoker::cli

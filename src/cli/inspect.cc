@@ -1,15 +1,20 @@
-// `stoker inspect PATH [--json]`: describes what is at PATH. Today PATH is a corpus folder: rank 0
-// prints a table of its datasets (files, documents, tokens, token type, document-length
-// statistics) and its fingerprint, or one JSON object with --json (io/corpus_stats.h).
-//
-// Shape for later: checkpoint folders will be recognised by what PATH holds and get their own
-// Inspect<Kind> beside InspectCorpus; RunInspect only chooses.
+// `stoker inspect PATH [--json] [--data CORPUS]`: describes what is at PATH, chosen by what PATH
+// holds (rank 0 looks and tells the others):
+//   a loader checkpoint step folder (it holds loader/ with rank files), or that loader/ folder:
+//     rank 0 reads and checks every rank file and prints what shapes the order and how far each
+//     rank and dataset has got (io/checkpoint_stats.h); --data CORPUS adds epochs done;
+//   anything else is taken for a corpus folder: a table of its datasets (files, documents,
+//     tokens, token type, document-length statistics) and its fingerprint (io/corpus_stats.h).
+// --json prints one JSON object instead, whose "kind" says which. Errors (a corrupt or incomplete
+// checkpoint, naming the file) are raised on every rank together; the exit code is 1.
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/check.h"
 #include "cli/commands.h"
+#include "io/checkpoint_stats.h"
 #include "io/corpus_stats.h"
 
 namespace stoker::cli {
@@ -18,6 +23,7 @@ namespace {
 
 struct InspectArgs {
   std::string path;
+  std::string data;  // --data: the corpus of a checkpoint
   bool json = false;
 };
 
@@ -46,18 +52,98 @@ nlohmann::json CorpusJson(const CorpusStats& stats) {
           {"doc_length", LengthsJson(stats.doc_lengths)}};
 }
 
+nlohmann::json ProgressJson(const DatasetProgress& p) {
+  nlohmann::json j = {{"started_tokens", p.started},
+                      {"shards", p.shards},
+                      {"epoch_min", p.epoch_min},
+                      {"epoch_max", p.epoch_max},
+                      {"shards_at_epoch_max", p.shards_at_max},
+                      {"positions", p.positions},
+                      {"unfinished_docs", p.unfinished}};
+  if (p.docs) j["docs"] = *p.docs;
+  if (p.docs_done) j["docs_done"] = *p.docs_done;
+  if (const auto done = p.epochs_done()) j["epochs_done"] = *done;
+  return j;
+}
+
+nlohmann::json CheckpointJson(const CheckpointStats& s) {
+  const OrderIdentity& id = s.identity;
+  nlohmann::json datasets = nlohmann::json::object();
+  for (size_t d = 0; d < s.datasets.size(); ++d) {
+    datasets[s.datasets[d].name] = ProgressJson(s.datasets[d]);
+    datasets[s.datasets[d].name]["weight"] = s.weights[d];
+  }
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankProgress& r : s.ranks) {
+    nlohmann::json per_dataset = nlohmann::json::object();
+    for (const DatasetProgress& p : r.datasets) per_dataset[p.name] = ProgressJson(p);
+    ranks.push_back({{"rank", r.rank},
+                     {"file", r.file},
+                     {"bytes", r.bytes},
+                     {"logical_shards", {r.shards.begin, r.shards.end}},
+                     {"generation", r.generation},
+                     {"unfinished_docs", r.unfinished},
+                     {"datasets", std::move(per_dataset)}});
+  }
+  return {{"kind", "checkpoint"},
+          {"path", s.step_dir},
+          {"format_version", s.format_version},
+          {"step", s.step},
+          {"world_size", s.world},
+          {"generation", s.generation},
+          {"corpus_fingerprint", id.corpus_fingerprint},
+          {"seed", id.seed},
+          {"logical_shards", id.logical_shards},
+          {"seq_len", id.seq_len},
+          {"eos_id", id.eos_id},
+          {"bos_id", id.bos_id ? nlohmann::json(*id.bos_id) : nlohmann::json(nullptr)},
+          {"bytes", s.bytes},
+          {"with_corpus", s.with_corpus},
+          {"datasets", std::move(datasets)},
+          {"ranks", std::move(ranks)}};
+}
+
+void Print(const std::string& text) {
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+}
+
 int InspectCorpus(const InspectArgs& args, const mpi::Comm& world) {
+  mpi::FailTogether(world, [&] {
+    STOKER_CHECK(args.data.empty(), ConfigError,
+                 "--data is for checkpoints, and {} is not one (no loader/ folder with rank "
+                 "files)",
+                 args.path);
+  });
   const CorpusStats stats = CollectCorpusStats(world, args.path);
   if (world.rank() == 0) {
-    const std::string text = args.json ? CorpusJson(stats).dump() + "\n" : FormatCorpusStats(stats);
-    std::fputs(text.c_str(), stdout);
-    std::fflush(stdout);
+    Print(args.json ? CorpusJson(stats).dump() + "\n" : FormatCorpusStats(stats));
+  }
+  return 0;
+}
+
+int InspectCheckpoint(const InspectArgs& args, const std::string& step_dir,
+                      const mpi::Comm& world) {
+  std::optional<CorpusTable> corpus;
+  if (!args.data.empty()) corpus = DiscoverCorpus(world.get(), args.data);  // collective
+  CheckpointStats stats;
+  mpi::FailTogether(world, [&] {
+    if (world.rank() == 0) stats = CollectCheckpointStats(step_dir, corpus ? &*corpus : nullptr);
+  });
+  if (world.rank() == 0) {
+    Print(args.json ? CheckpointJson(stats).dump() + "\n" : FormatCheckpointStats(stats));
   }
   return 0;
 }
 
 int RunInspect(const InspectArgs& args, const mpi::Comm& world) {
-  return InspectCorpus(args, world);
+  std::string step_dir;  // empty: not a checkpoint
+  mpi::FailTogether(world, [&] {
+    if (world.rank() == 0) step_dir = CheckpointStepFolder(args.path).value_or("");
+  });
+  world.Broadcast(&step_dir, 0);
+  if (step_dir.empty()) return InspectCorpus(args, world);
+  return InspectCheckpoint(args, step_dir, world);
 }
 
 }  // namespace
@@ -66,20 +152,43 @@ Command SetupInspect(CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* sub = app.add_subcommand(
       "inspect",
-      "Describe a corpus: per dataset the shard files, documents, tokens, token type "
-      "(\"mixed(...)\" "
-      "when its shards differ) and document lengths in tokens (min, mean, p50, p90, p99, max; "
-      "exact below 128 tokens, within 1.6% above), the totals and the corpus fingerprint. Reads "
-      "only /doc_offsets, never the tokens; under mpirun the ranks read different files. A "
-      "corpus that fails discovery is an error (stoker verify lists every problem).");
+      "Describe a corpus or a loader checkpoint.\n"
+      "A corpus folder: per dataset the shard files, documents, tokens, token type "
+      "(\"mixed(...)\" when its shards differ) and document lengths in tokens (min, mean, p50, "
+      "p90, p99, max; exact below 128 tokens, within 1.6% above), the totals and the corpus "
+      "fingerprint. Reads only /doc_offsets, never the tokens; under mpirun the ranks read "
+      "different files. A corpus that fails discovery is an error (stoker verify lists every "
+      "problem).\n"
+      "A checkpoint step folder (DIR/step-<N>, holding loader/rank-*.ckpt; or that loader "
+      "folder): the step, world size, corpus fingerprint, seed, logical shards, seq_len, "
+      "EOS/BOS and weights it was saved with; per dataset and per rank the framed tokens of "
+      "the documents started (the mixing counter), the lowest and highest epoch of the "
+      "logical shards, the summed positions (documents done in the current epochs) and the "
+      "documents left unfinished at a row's end. Every rank file is read and checked: a "
+      "missing, corrupt or mismatched file is an error naming it (exit 1). See "
+      "docs/checkpoint.md.");
   sub->add_option("path", args->path,
-                  "Corpus folder: one subfolder per dataset, *.h5 shards below each")
+                  "Corpus folder (one subfolder per dataset, *.h5 shards below each), or a "
+                  "loader checkpoint step folder (DIR/step-<N>), or its loader/ folder")
       ->required();
+  sub->add_option("--data", args->data,
+                  "For a checkpoint: its corpus folder (the fingerprints must match). Logical "
+                  "shards with no documents of a dataset are then left out of the epochs, and "
+                  "progress is also shown in epochs done (documents passed over in all epochs / "
+                  "documents). Without it, every logical shard counts, and one holding no "
+                  "documents stays at epoch 0");
   sub->add_flag("--json", args->json,
-                "Print one JSON object instead of the table: kind (\"corpus\": what PATH "
-                "is), root, fingerprint, total_files, total_docs, total_tokens, dtype, "
-                "doc_length {min, mean, p50, p90, p99, max}, and datasets: NAME -> {files, "
-                "docs, tokens, dtype, doc_length}");
+                "Print one JSON object instead of the tables. For a corpus: kind \"corpus\", "
+                "root, fingerprint, total_files, total_docs, total_tokens, dtype, doc_length "
+                "{min, mean, p50, p90, p99, max}, and datasets: NAME -> {files, docs, tokens, "
+                "dtype, doc_length}. For a checkpoint: kind \"checkpoint\", path, "
+                "format_version, step, world_size, generation, corpus_fingerprint, seed, "
+                "logical_shards, seq_len, eos_id, bos_id (null: none), bytes, with_corpus, "
+                "datasets: NAME -> {weight, started_tokens (the mixing counter: framed tokens "
+                "of the documents started), shards, epoch_min, epoch_max, shards_at_epoch_max, "
+                "positions, unfinished_docs, and with --data docs, docs_done, epochs_done}, and "
+                "ranks: [{rank, file, bytes, logical_shards [begin, end), generation, "
+                "unfinished_docs, datasets: NAME -> {the same but weight}}]");
   return {sub, [args](const mpi::Comm& world) { return RunInspect(*args, world); }};
 }
 

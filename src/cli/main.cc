@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
     std::vector<stoker::cli::Command> commands = {
         stoker::cli::SetupSynth(app), stoker::cli::SetupPack(app),
         stoker::cli::SetupVerify(app), stoker::cli::SetupInspect(app),
-        stoker::cli::SetupRun(app)};
+        stoker::cli::SetupRun(app), stoker::cli::SetupReshard(app)};
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

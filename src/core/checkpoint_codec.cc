@@ -99,15 +99,25 @@ class Reader {
   size_t pos_ = 0;
 };
 
+// A cursor is coded against the previous shard's cursor of the same dataset. Short form, one
+// byte in the common case: an even varint 2 * zigzag(position difference), when the epoch is the
+// same and no document is cut. Long form: the varint 1, then zigzag epoch difference, zigzag
+// position difference and the offset.
 void PutCursors(const RankState& state, Writer* w) {
   const uint64_t shards = state.shards.size();
   for (uint64_t d = 0; d < state.datasets; ++d) {
     ShardCursor previous;
     for (uint64_t j = 0; j < shards; ++j) {
       const ShardCursor& c = state.cursors[j * state.datasets + d];
-      w->S(static_cast<int64_t>(c.epoch - previous.epoch));
-      w->S(static_cast<int64_t>(c.position - previous.position));
-      w->U(c.offset);
+      const auto position = static_cast<int64_t>(c.position - previous.position);
+      if (c.epoch == previous.epoch && c.offset == 0) {
+        w->U(ZigZag(position) << 1);
+      } else {
+        w->U(1);
+        w->S(static_cast<int64_t>(c.epoch - previous.epoch));
+        w->S(position);
+        w->U(c.offset);
+      }
       previous = c;
     }
   }
@@ -115,16 +125,24 @@ void PutCursors(const RankState& state, Writer* w) {
 
 void GetCursors(Reader* r, RankState* state) {
   const uint64_t shards = state->shards.size();
-  // Every cursor takes at least 3 bytes: never allocate more cursors than the bytes can hold.
-  if (shards > 0 && state->datasets > r->left() / 3 / shards) r->Fail("more cursors than bytes");
+  // Every cursor takes at least 1 byte: never allocate more cursors than the bytes can hold.
+  if (shards > 0 && state->datasets > r->left() / shards) r->Fail("more cursors than bytes");
   state->cursors.resize(shards * state->datasets);
   for (uint64_t d = 0; d < state->datasets; ++d) {
     ShardCursor previous;
     for (uint64_t j = 0; j < shards; ++j) {
-      ShardCursor c;
-      c.epoch = previous.epoch + static_cast<uint64_t>(r->S());
-      c.position = previous.position + static_cast<uint64_t>(r->S());
-      c.offset = r->U();
+      ShardCursor c = previous;
+      c.offset = 0;
+      const uint64_t tag = r->U();
+      if (tag % 2 == 0) {
+        c.position = previous.position + static_cast<uint64_t>(UnZigZag(tag >> 1));
+      } else if (tag == 1) {
+        c.epoch = previous.epoch + static_cast<uint64_t>(r->S());
+        c.position = previous.position + static_cast<uint64_t>(r->S());
+        c.offset = r->U();
+      } else {
+        r->Fail("a cursor of an unknown form");
+      }
       state->cursors[j * state->datasets + d] = c;
       previous = c;
     }

@@ -9,7 +9,7 @@
 //   last 8 bytes  XXH3-64 of every byte before them, little-endian
 //
 // Cursors are stored as differences from the previous logical shard's cursor of the same
-// dataset: a rank's shards advance together, so most differences are 0 or 1 and take one byte.
+// dataset: a rank's shards advance together, so most cursors take one byte (docs/checkpoint.md).
 // Pure: no I/O. Decoding checks the magic, version, length and checksum first and never trusts a
 // count it has not checked against the bytes left; any problem is a DataError naming `source`.
 #pragma once

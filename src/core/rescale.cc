@@ -10,20 +10,32 @@ namespace stoker {
 
 std::vector<RescalePart> SplitState(const RankState& old, uint64_t old_rank,
                                     uint64_t logical_shards, uint64_t new_world) {
-  std::vector<RescalePart> parts(new_world);
-  for (auto& part : parts) {
-    part.old_rank = old_rank;
-    part.step = old.step;
-    part.generation = old.generation;
-    part.delivered = old.delivered;
-  }
+  std::vector<RescalePart> parts;
+  const uint64_t owned = old.shards.size();
   for (uint64_t j = old.shards.begin; j < old.shards.end; ++j) {
-    RescalePart& part = parts[OwnerOfLogicalShard(logical_shards, new_world, j)];
-    part.shards.push_back(j);
-    for (uint32_t d = 0; d < old.datasets; ++d) part.cursors.push_back(old.cursor(j, d));
+    const uint64_t owner = OwnerOfLogicalShard(logical_shards, new_world, j);
+    if (parts.empty() || parts.back().new_rank != owner) {
+      parts.push_back({.old_rank = old_rank, .new_rank = owner, .step = old.step,
+                       .generation = old.generation});
+    }
+    parts.back().shards.push_back(j);
+    for (uint32_t d = 0; d < old.datasets; ++d) parts.back().cursors.push_back(old.cursor(j, d));
+  }
+  // Counters go with the shards: part k takes the slice of each counter for its shards.
+  uint64_t done = 0;
+  for (RescalePart& part : parts) {
+    for (uint64_t total : old.delivered) {
+      part.delivered.push_back(SplitRange(total, owned, done).begin);
+      part.delivered.back() =
+          SplitRange(total, owned, done + part.shards.size() - 1).end - part.delivered.back();
+    }
+    done += part.shards.size();
   }
   for (const UnfinishedDoc& doc : old.unfinished) {
-    parts[OwnerOfLogicalShard(logical_shards, new_world, doc.shard)].unfinished.push_back(doc);
+    const uint64_t owner = OwnerOfLogicalShard(logical_shards, new_world, doc.shard);
+    for (RescalePart& part : parts) {
+      if (part.new_rank == owner) part.unfinished.push_back(doc);
+    }
   }
   return parts;
 }
@@ -34,17 +46,18 @@ RankState AssembleState(std::vector<RescalePart> parts, uint64_t datasets,
             [](const RescalePart& a, const RescalePart& b) { return a.old_rank < b.old_rank; });
   RankState state = InitialRankState(datasets, logical_shards, new_world, new_rank);
   std::vector<bool> covered(state.shards.size(), false);
-  std::vector<uint64_t> total(datasets, 0);
   for (const RescalePart& part : parts) {
     STOKER_CHECK(part.step == parts.front().step, DataError,
                  "the checkpoint's rank files disagree on the step: {} (rank {}) and {} (rank {})",
                  part.step, part.old_rank, parts.front().step, parts.front().old_rank);
+    STOKER_CHECK(part.new_rank == new_rank, DataError, "a part for rank {} reached rank {}",
+                 part.new_rank, new_rank);
     STOKER_CHECK(part.delivered.size() == datasets &&
                      part.cursors.size() == part.shards.size() * datasets,
                  DataError, "rank {}'s checkpoint holds {} datasets, not {}", part.old_rank,
                  part.delivered.size(), datasets);
     state.generation = std::max(state.generation, part.generation + 1);
-    for (uint64_t d = 0; d < datasets; ++d) total[d] += part.delivered[d];
+    for (uint64_t d = 0; d < datasets; ++d) state.delivered[d] += part.delivered[d];
     for (size_t k = 0; k < part.shards.size(); ++k) {
       const uint64_t j = part.shards[k];
       STOKER_CHECK(state.shards.contains(j) && !covered[j - state.shards.begin], DataError,
@@ -61,17 +74,13 @@ RankState AssembleState(std::vector<RescalePart> parts, uint64_t datasets,
                "no rank file of the checkpoint holds logical shard {}",
                state.shards.begin + (missing - covered.begin()));
   state.step = parts.empty() ? 0 : parts.front().step;
-  for (uint64_t d = 0; d < datasets; ++d) {
-    state.delivered[d] = SplitRange(total[d], logical_shards, state.shards.begin).begin;
-    state.delivered[d] =
-        SplitRange(total[d], logical_shards, state.shards.end - 1).end - state.delivered[d];
-  }
   return state;
 }
 
 std::string EncodeRescalePart(const RescalePart& part) {
   ByteWriter out;
   out.Put(part.old_rank);
+  out.Put(part.new_rank);
   out.Put(part.step);
   out.Put(part.generation);
   out.Put<uint64_t>(part.delivered.size());
@@ -96,6 +105,7 @@ RescalePart DecodeRescalePart(const std::string& bytes) {
   ByteReader in(bytes);
   RescalePart part;
   part.old_rank = in.Get<uint64_t>();
+  part.new_rank = in.Get<uint64_t>();
   part.step = in.Get<uint64_t>();
   part.generation = in.Get<uint64_t>();
   part.delivered.resize(in.Get<uint64_t>());

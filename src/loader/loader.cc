@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include "base/check.h"
 #include "core/loader_state.h"
 #include "io/batch_reader.h"
@@ -89,7 +91,15 @@ RankState Loader::Impl::StartingState() {
     return InitialRankState(setup_.table.datasets.size(), config_.logical_shards, comm_.size(),
                             comm_.rank());
   }
-  return RestoreRankState(comm_, config_.resume_from, Identity());
+  RestoredState restored = RestoreRankState(comm_, config_.resume_from, Identity());
+  if (restored.saved_weights != setup_.weights) {
+    // Dynamic mixing: the new weights rule from this step on, so the counters start afresh
+    // (kept, they would make the mixer first catch up with the new weights).
+    spdlog::info("resume: mixing weights changed; they rule from step {} on",
+                 restored.state.step);
+    std::fill(restored.state.delivered.begin(), restored.state.delivered.end(), 0);
+  }
+  return std::move(restored.state);
 }
 
 void Loader::Impl::Save(const std::string& step_dir) {

@@ -29,13 +29,22 @@ ReshardStats ReshardCheckpoint(const std::string& step_dir, uint64_t new_world,
     STOKER_CHECK(!std::filesystem::exists(path), ConfigError,
                  "{} already exists: reshard never overwrites a checkpoint", path);
   }
-  std::vector<std::vector<RescalePart>> parts(new_world);
-  for (uint64_t k = 0; k < old_world; ++k) {
-    auto split = SplitState(old[k].state, k, identity.logical_shards, new_world);
-    for (uint64_t n = 0; n < new_world; ++n) parts[n].push_back(std::move(split[n]));
-  }
   ReshardStats stats{.step = old.front().state.step, .old_world = old_world,
                      .new_world = new_world};
+  if (new_world == old_world) {  // nothing to move: the same files, so the same stream
+    for (uint64_t n = 0; n < new_world; ++n) {
+      const std::string path = CheckpointPath(out_step_dir, n, new_world);
+      WriteCheckpointFile(path, old[n]);
+      stats.bytes_written += std::filesystem::file_size(path);
+    }
+    return stats;
+  }
+  std::vector<std::vector<RescalePart>> parts(new_world);
+  for (uint64_t k = 0; k < old_world; ++k) {
+    for (RescalePart& part : SplitState(old[k].state, k, identity.logical_shards, new_world)) {
+      parts[part.new_rank].push_back(std::move(part));
+    }
+  }
   for (uint64_t n = 0; n < new_world; ++n) {
     RankCheckpoint out{.identity = identity, .weights = old.front().weights, .world = new_world,
                        .rank = n};

@@ -2,8 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cstring>
-
 #include "base/bytes.h"
 #include "base/check.h"
 #include "core/rescale.h"
@@ -42,20 +40,32 @@ void CheckIdentity(const RankCheckpoint& saved, const OrderIdentity& now, const 
 
 namespace {
 
-// The world size the step folder was saved by, checked by rank 0 and known to every rank.
-uint64_t SavedWorld(const mpi::Comm& comm, const std::string& step_dir) {
-  uint64_t world = 0;
+RankCheckpoint ReadChecked(const std::string& path, const OrderIdentity& now, uint64_t world);
+
+// The world size the step folder was saved by and the weights it was saved with, checked by rank
+// 0 (which also reads rank file 0) and known to every rank.
+std::pair<uint64_t, std::vector<double>> SavedWorldAndWeights(const mpi::Comm& comm,
+                                                              const std::string& step_dir,
+                                                              const OrderIdentity& now) {
+  ByteWriter out;
   mpi::FailTogether(comm, [&] {
     if (comm.rank() != 0) return;
     const StepFolder folder = DescribeStepFolder(step_dir);
     STOKER_CHECK(folder.complete(), ConfigError, "checkpoint {} is incomplete: {}", step_dir,
                  fmt::join(folder.problems, "; "));
-    world = *folder.world;
+    const RankCheckpoint first = ReadChecked(CheckpointPath(step_dir, 0, *folder.world), now,
+                                             *folder.world);
+    out.Put<uint64_t>(*folder.world);
+    out.Put<uint64_t>(first.weights.size());
+    for (double w : first.weights) out.Put(w);
   });
-  std::string bytes(reinterpret_cast<const char*>(&world), sizeof(world));
+  std::string bytes = out.Take();
   comm.Broadcast(&bytes, 0);
-  std::memcpy(&world, bytes.data(), sizeof(world));
-  return world;
+  ByteReader in(bytes);
+  const auto world = in.Get<uint64_t>();
+  std::vector<double> weights(in.Get<uint64_t>());
+  for (double& w : weights) w = in.Get<double>();
+  return {world, weights};
 }
 
 RankCheckpoint ReadChecked(const std::string& path, const OrderIdentity& now, uint64_t world) {
@@ -68,9 +78,9 @@ RankCheckpoint ReadChecked(const std::string& path, const OrderIdentity& now, ui
 
 }  // namespace
 
-RankState RestoreRankState(const mpi::Comm& comm, const std::string& step_dir,
-                           const OrderIdentity& now) {
-  const uint64_t old_world = SavedWorld(comm, step_dir);
+RestoredState RestoreRankState(const mpi::Comm& comm, const std::string& step_dir,
+                               const OrderIdentity& now) {
+  auto [old_world, saved_weights] = SavedWorldAndWeights(comm, step_dir, now);
   const auto world = static_cast<uint64_t>(comm.size());
   const auto rank = static_cast<uint64_t>(comm.rank());
   RankState state;
@@ -78,17 +88,16 @@ RankState RestoreRankState(const mpi::Comm& comm, const std::string& step_dir,
     mpi::FailTogether(comm, [&] {
       state = ReadChecked(CheckpointPath(step_dir, rank, world), now, world).state;
     });
-    return state;
+    return {std::move(state), std::move(saved_weights)};
   }
   std::vector<std::string> to_each(world);
   mpi::FailTogether(comm, [&] {
     for (uint64_t k = rank; k < old_world; k += world) {
       const RankCheckpoint old = ReadChecked(CheckpointPath(step_dir, k, old_world), now, old_world);
-      const auto parts = SplitState(old.state, k, now.logical_shards, world);
-      for (uint64_t n = 0; n < world; ++n) {
+      for (const RescalePart& part : SplitState(old.state, k, now.logical_shards, world)) {
         ByteWriter framed;
-        framed.PutString(EncodeRescalePart(parts[n]));
-        to_each[n] += framed.bytes();
+        framed.PutString(EncodeRescalePart(part));
+        to_each[part.new_rank] += framed.bytes();
       }
     }
   });
@@ -99,13 +108,11 @@ RankState RestoreRankState(const mpi::Comm& comm, const std::string& step_dir,
       ByteReader in(bytes);
       while (!in.done()) parts.push_back(DecodeRescalePart(in.GetString()));
     }
-    STOKER_CHECK(parts.size() == old_world, DataError, "rank {} received {} parts of {} rank files",
-                 rank, parts.size(), old_world);
     state = AssembleState(std::move(parts), now.datasets.size(), now.logical_shards, world, rank);
   });
   spdlog::info("resumed from {}: step {}, rescaled from {} to {} ranks", step_dir, state.step,
                old_world, world);
-  return state;
+  return {std::move(state), std::move(saved_weights)};
 }
 
 }  // namespace stoker

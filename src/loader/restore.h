@@ -22,11 +22,16 @@ namespace stoker {
 std::optional<std::string> FindNewestCompleteStep(const mpi::Comm& comm,
                                                   const std::string& checkpoint_dir);
 
+struct RestoredState {
+  RankState state;
+  std::vector<double> saved_weights;  // the weights the checkpoint was saved with
+};
+
 // This rank's state from the step folder `step_dir`. Refuses (ConfigError) a checkpoint saved with
 // another corpus, seed, logical-shard count, seq_len or EOS/BOS than `now`, saying what differs;
 // a missing or corrupt rank file is an error naming it.
-RankState RestoreRankState(const mpi::Comm& comm, const std::string& step_dir,
-                           const OrderIdentity& now);
+RestoredState RestoreRankState(const mpi::Comm& comm, const std::string& step_dir,
+                               const OrderIdentity& now);
 
 // Checks one rank file's identity against `now` (ConfigError listing the differences).
 void CheckIdentity(const RankCheckpoint& saved, const OrderIdentity& now, const std::string& path);

@@ -48,10 +48,8 @@ std::vector<RankState> Rescale(const std::vector<RankState>& old, uint64_t new_w
                                uint64_t datasets) {
   std::vector<std::vector<RescalePart>> parts(new_world);
   for (uint64_t r = 0; r < old.size(); ++r) {
-    auto split = SplitState(old[r], r, kShards, new_world);
-    for (uint64_t n = 0; n < new_world; ++n) {
-      // Through bytes, as over MPI.
-      parts[n].push_back(DecodeRescalePart(EncodeRescalePart(split[n])));
+    for (const RescalePart& part : SplitState(old[r], r, kShards, new_world)) {
+      parts[part.new_rank].push_back(DecodeRescalePart(EncodeRescalePart(part)));  // as over MPI
     }
   }
   std::vector<RankState> out;
@@ -72,7 +70,6 @@ void ExpectExactlyOnceAcross(const std::vector<uint64_t>& worlds, const std::vec
   const std::vector<double> weights = {3, 2, 1};
   EpochZeroCounter counter(corpus);
   std::vector<RankState> states = Fresh(worlds[0], 3);
-  uint64_t delivered = 0;
   for (size_t i = 0; i < worlds.size(); ++i) {
     if (i > 0) {
       uint64_t before = 0, after = 0;
@@ -83,7 +80,6 @@ void ExpectExactlyOnceAcross(const std::vector<uint64_t>& worlds, const std::vec
       for (const auto& s : states) EXPECT_EQ(s.generation, i);
     }
     states = Stream(corpus, weights, states, i + 1 < worlds.size() ? rows[i] : -1, &counter);
-    delivered += 1;
   }
   counter.ExpectExactlyOnce(weights);
 }
@@ -113,6 +109,8 @@ TEST(Rescale, MissingOrDuplicatedShardsAreRefused) {
   const std::vector<RankState> states = Fresh(2, 1);
   auto a = SplitState(states[0], 0, kShards, 1);
   auto b = SplitState(states[1], 1, kShards, 1);
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
   EXPECT_THROW(AssembleState({a[0]}, 1, kShards, 1, 0), DataError);          // rank 1 missing
   EXPECT_THROW(AssembleState({a[0], a[0], b[0]}, 1, kShards, 1, 0), DataError);  // twice
   b[0].step = 99;

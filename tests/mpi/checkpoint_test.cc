@@ -1,0 +1,542 @@
+// Loader checkpoints at 1, 2 and 4 ranks, on a corpus of unique token values with three datasets
+// mixed by weight: a resume at the same world size is bit-exact after 0, 1, 10 and 100 steps;
+// FindResumeStep takes the newest complete step and passes over a newer incomplete one; a
+// checkpoint of another corpus, seed, logical-shard count, seq_len or EOS/BOS is refused on every
+// rank with one message that says what differs, and a missing, truncated or bit-flipped rank file
+// with one that names it; weights may change at a resume and then rule; and across rescales (the
+// MPI collective, and the offline ReshardCheckpoint, which must agree bit for bit) every framed
+// token of epoch 0 is delivered exactly once.
+//
+// Batch::pieces say which framed positions of which document each batch holds; every batch's
+// tokens are checked against them (the values of a document are consecutive integers), and
+// exactly-once is counted over the pieces of every rank, before and after the rescale.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/test_support.h"
+#include "io/checkpoint_store.h"
+#include "io/discovery.h"
+#include "io/synth.h"
+#include "io/token_reader.h"
+#include "loader/reshard.h"
+#include "mpi/comm.h"
+#include "stoker/error.h"
+#include "stoker/loader.h"
+
+namespace stoker {
+namespace {
+
+namespace fs = std::filesystem;
+using Stream = std::vector<Batch>;
+
+// Per dataset, per document: its length and the value of its first token.
+struct Truth {
+  std::vector<std::vector<uint64_t>> length;
+  std::vector<std::vector<int64_t>> first;
+  int64_t tokens = 0;
+};
+
+Truth ReadTruth(const mpi::Comm& comm, const std::string& root) {
+  const CorpusTable table = DiscoverCorpus(comm, root);
+  Truth truth{.length = std::vector<std::vector<uint64_t>>(table.datasets.size()),
+              .first = std::vector<std::vector<int64_t>>(table.datasets.size()),
+              .tokens = static_cast<int64_t>(table.total_tokens())};
+  for (const ShardInfo& shard : table.shards) {
+    ShardReader reader(root, shard);
+    std::vector<uint64_t> offsets(shard.docs + 1);
+    reader.ReadOffsets(0, offsets.size(), offsets.data());
+    std::vector<int64_t> tokens(shard.tokens);
+    std::vector<char> scratch;
+    if (shard.tokens > 0) reader.ReadTokens(0, shard.tokens, tokens.data(), &scratch);
+    for (uint64_t k = 0; k < shard.docs; ++k) {
+      const uint64_t n = offsets[k + 1] - offsets[k];
+      truth.length[shard.dataset].push_back(n);
+      truth.first[shard.dataset].push_back(n > 0 ? tokens[offsets[k]] : -1);
+    }
+  }
+  return truth;
+}
+
+// Why `batch`'s tokens are not what its pieces say (empty when they are): piece after piece, the
+// framed positions [BOS] first, first + 1, ... EOS of its document; dataset_tokens their counts.
+std::string Mismatch(const Truth& truth, const Batch& batch, int64_t eos,
+                     std::optional<int64_t> bos) {
+  size_t at = 0;
+  std::vector<uint64_t> counts(truth.length.size(), 0);
+  for (const DocPiece& p : batch.pieces) {
+    if (p.dataset >= truth.length.size() || p.doc >= truth.length[p.dataset].size()) {
+      return fmt::format("piece of dataset {} document {}: no such document", p.dataset, p.doc);
+    }
+    const uint64_t length = truth.length[p.dataset][p.doc], skip = bos ? 1 : 0;
+    if (p.count == 0 || p.first + p.count > length + 1 + skip) {
+      return fmt::format("piece [{}, +{}) of dataset {} document {} (length {}) is out of bounds",
+                         p.first, p.count, p.dataset, p.doc, length);
+    }
+    counts[p.dataset] += p.count;
+    for (uint64_t q = p.first; q < p.first + p.count; ++q, ++at) {
+      const int64_t want = bos && q == 0       ? *bos
+                           : q - skip < length ? truth.first[p.dataset][p.doc] + (q - skip)
+                                               : eos;
+      if (at >= batch.tokens.size() || batch.tokens[at] != want) {
+        return fmt::format(
+            "token {}: {} where the pieces say {} (dataset {} document {} position {})", at,
+            at < batch.tokens.size() ? batch.tokens[at] : -1, want, p.dataset, p.doc, q);
+      }
+    }
+  }
+  if (at != batch.tokens.size())
+    return fmt::format("pieces cover {} of {} tokens", at, batch.tokens.size());
+  if (counts != batch.dataset_tokens) return "dataset_tokens disagree with the pieces";
+  return {};
+}
+
+void ExpectTokensMatchPieces(const Truth& truth, const Stream& stream, const Loader& loader) {
+  for (const Batch& batch : stream) {
+    const std::string why = Mismatch(truth, batch, loader.eos_id(), loader.bos_id());
+    if (why.empty()) continue;
+    ADD_FAILURE() << "rank " << loader.rank() << ", step " << batch.step << ": " << why;
+    return;
+  }
+}
+
+// `n` batches; a failure is reported, never thrown, so that every rank reaches what follows.
+Stream Pull(Loader& loader, uint64_t n) {
+  Stream out;
+  try {
+    while (out.size() < n) out.push_back(*loader.Next());
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "rank " << loader.rank() << ": Next() threw: " << e.what();
+  }
+  return out;
+}
+
+// Batches until this rank has delivered a piece of epoch 1 of every dataset: a rank finishes its
+// share of an epoch (and the documents it took over unfinished) before it starts the next.
+Stream PullPastEpochZero(Loader& loader) {
+  Stream out;
+  std::vector<bool> past(loader.corpus().datasets.size(), false);
+  try {
+    while (std::count(past.begin(), past.end(), false) > 0) {
+      if (out.size() == 20000) {
+        ADD_FAILURE() << "rank " << loader.rank() << ": not past epoch 0 after 20000 batches";
+        break;
+      }
+      out.push_back(*loader.Next());
+      for (const DocPiece& p : out.back().pieces) past[p.dataset] = past[p.dataset] || p.epoch > 0;
+    }
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "rank " << loader.rank() << ": Next() threw: " << e.what();
+  }
+  return out;
+}
+
+bool SameBatch(const Batch& a, const Batch& b) {
+  if (a.step != b.step || a.rows != b.rows || a.row_tokens != b.row_tokens ||
+      a.tokens != b.tokens || a.dataset_tokens != b.dataset_tokens ||
+      a.pieces.size() != b.pieces.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.pieces.size(); ++i) {
+    const DocPiece &x = a.pieces[i], &y = b.pieces[i];
+    if (x.dataset != y.dataset || x.doc != y.doc || x.epoch != y.epoch || x.first != y.first ||
+        x.count != y.count) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void ExpectSameStream(const Stream& want, const Stream& got, const std::string& what, int rank) {
+  EXPECT_EQ(got.size(), want.size()) << what << ", rank " << rank;
+  for (size_t i = 0; i < std::min(want.size(), got.size()); ++i) {
+    if (SameBatch(want[i], got[i])) continue;
+    ADD_FAILURE() << what << ", rank " << rank << ": batch " << i << " (step " << want[i].step
+                  << ") differs (got step " << got[i].step << ")";
+    return;
+  }
+}
+
+// Collective. Every framed position of epoch 0 of every document, over the pieces of all ranks
+// in `streams`, exactly once. Returns the framed tokens checked.
+uint64_t ExpectEpochZeroExactlyOnce(const mpi::Comm& comm, const Truth& truth, bool bos,
+                                    const std::vector<const Stream*>& streams,
+                                    const std::string& what) {
+  std::vector<uint64_t> mine;
+  for (const Stream* stream : streams) {
+    for (const Batch& batch : *stream) {
+      for (const DocPiece& p : batch.pieces) {
+        if (p.epoch == 0) mine.insert(mine.end(), {p.dataset, p.doc, p.first, p.count});
+      }
+    }
+  }
+  std::string bytes(mine.size() * sizeof(uint64_t), '\0');
+  if (!mine.empty()) std::memcpy(bytes.data(), mine.data(), bytes.size());
+  std::vector<std::vector<std::vector<std::pair<uint64_t, uint64_t>>>> runs(truth.length.size());
+  for (size_t d = 0; d < runs.size(); ++d) runs[d].resize(truth.length[d].size());
+  for (const std::string& part : comm.AllGather(bytes)) {
+    std::vector<uint64_t> all(part.size() / sizeof(uint64_t));
+    if (!part.empty()) std::memcpy(all.data(), part.data(), part.size());
+    for (size_t i = 0; i + 4 <= all.size(); i += 4)
+      runs.at(all[i]).at(all[i + 1]).emplace_back(all[i + 2], all[i + 3]);
+  }
+  uint64_t checked = 0, wrong = 0;
+  std::string example;
+  for (size_t d = 0; d < runs.size(); ++d) {
+    for (size_t doc = 0; doc < runs[d].size(); ++doc) {
+      auto& r = runs[d][doc];
+      std::sort(r.begin(), r.end());
+      const uint64_t framed = truth.length[d][doc] == 0 ? 0 : truth.length[d][doc] + (bos ? 2 : 1);
+      uint64_t next = 0;
+      bool ok = true;
+      for (const auto& [first, count] : r) {
+        ok = ok && first == next;
+        next = first + count;
+      }
+      checked += framed;
+      if (ok && next == framed) continue;
+      if (++wrong == 1) {
+        example = fmt::format("dataset {} document {} ({} framed tokens): runs", d, doc, framed);
+        for (const auto& [first, count] : r) example += fmt::format(" [{}, +{})", first, count);
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0u) << what << ": " << wrong << " documents of epoch 0 not delivered exactly "
+                       << "once over " << comm.size() << " ranks; e.g. " << example;
+  return checked;
+}
+
+// Collective. Constructing a loader of `config` must fail on every rank with Kind, marked
+// collective, the same message everywhere, mentioning every one of `words`.
+template <typename Kind>
+void ExpectRefused(const mpi::Comm& comm, const LoaderConfig& config,
+                   const std::vector<std::string>& words) {
+  std::string message;
+  try {
+    Loader loader(MPI_COMM_WORLD, config);
+    ADD_FAILURE() << "resuming from " << config.resume_from << " was accepted";
+  } catch (const Kind& e) {
+    message = e.what();
+    EXPECT_TRUE(e.collective()) << message;
+  } catch (const std::exception& e) {
+    message = e.what();
+    ADD_FAILURE() << "not the expected kind of error: " << message;
+  }
+  for (const auto& word : words) testing::ExpectMentions(message, word);
+  const std::vector<std::string> all = comm.AllGather(message);
+  for (size_t r = 0; r < all.size(); ++r) EXPECT_EQ(all[r], message) << "rank " << r;
+}
+
+void FlipBit(const std::string& path, size_t byte) {
+  std::string bytes = testing::ReadFileBytes(path);
+  bytes.at(byte) = static_cast<char>(bytes[byte] ^ 0x10);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SynthSpec spec;
+    spec.out = dir_ / "corpus";
+    spec.datasets = {{"a", 12000, 60}, {"b", 8000, 150}, {"c", 3000, 20}};
+    spec.files = 2;
+    spec.seed = 21;
+    spec.unique_tokens = true;
+    SynthesizeCorpus(comm_, spec);
+    truth_ = ReadTruth(comm_, spec.out);
+  }
+  LoaderConfig Config() const {
+    LoaderConfig config;
+    config.data = dir_ / "corpus";
+    config.weights = {{"a", 0.5}, {"b", 0.3}, {"c", 0.2}};
+    config.seq_len = 64;
+    config.batch_size = 2;
+    config.seed = 7;
+    config.logical_shards = 37;
+    return config;
+  }
+  // Rank 0 runs `make` (file surgery, offline resharding); every rank fails together.
+  void OnRankZero(const std::function<void()>& make) { testing::OnRankZero(comm_, make); }
+  // Every rank saves `step_dir` and waits for its file; the barrier makes the step complete for
+  // all before anyone looks at it (as a trainer's barrier after saving its model would).
+  void SaveAll(Loader& loader, const std::string& step_dir) {
+    loader.Save(step_dir);
+    loader.WaitForSave();
+    comm_.Barrier();
+  }
+
+  mpi::Comm comm_{MPI_COMM_WORLD};
+  testing::SharedTempDir dir_{MPI_COMM_WORLD};
+  Truth truth_;
+};
+
+TEST_F(CheckpointTest, ResumeAtTheSameWorldSizeIsBitExactAfter0_1_10And100Steps) {
+  LoaderConfig with_bos = Config();
+  with_bos.seq_len = 100;
+  with_bos.batch_size = 3;
+  with_bos.bos_id = truth_.tokens + 1;
+  with_bos.logical_shards = LoaderConfig().logical_shards;
+  with_bos.weights = {{"a", 1}, {"b", 1}, {"c", 2}};
+  with_bos.prefetch = 2;
+  constexpr uint64_t kAfter = 20;  // batches compared after each resume
+  int index = 0;
+  for (const LoaderConfig& config : {Config(), with_bos}) {
+    SCOPED_TRACE(fmt::format("seq_len {}, batch {}, BOS {}", config.seq_len, config.batch_size,
+                             config.bos_id.has_value()));
+    const std::string dir = dir_ / fmt::format("exact-{}", index++);
+    Stream first;
+    {
+      Loader a(MPI_COMM_WORLD, config);
+      for (uint64_t n : {0, 1, 10, 100}) {
+        for (Batch& b : Pull(a, n - first.size())) first.push_back(std::move(b));
+        EXPECT_EQ(a.step(), n);
+        SaveAll(a, dir + "/" + StepFolderName(n));
+      }
+      for (Batch& b : Pull(a, kAfter)) first.push_back(std::move(b));
+      ExpectTokensMatchPieces(truth_, first, a);
+    }
+    for (uint64_t n : {0, 1, 10, 100}) {
+      LoaderConfig resumed = config;
+      resumed.resume_from = dir + "/" + StepFolderName(n);
+      Loader b(MPI_COMM_WORLD, resumed);
+      EXPECT_EQ(b.step(), n) << "the resumed loader's step before its first batch";
+      const Stream want(first.begin() + static_cast<ptrdiff_t>(n),
+                        first.begin() + static_cast<ptrdiff_t>(std::min(n + kAfter, first.size())));
+      ExpectSameStream(want, Pull(b, kAfter), fmt::format("resumed after {} steps", n),
+                       comm_.rank());
+    }
+  }
+}
+
+TEST_F(CheckpointTest, FindResumeStepTakesTheNewestCompleteStep) {
+  const std::string dir = dir_ / "ckpt";
+  EXPECT_EQ(Loader::FindResumeStep(MPI_COMM_WORLD, dir), std::nullopt) << "no folder yet";
+  Stream first;
+  {
+    Loader a(MPI_COMM_WORLD, Config());
+    for (uint64_t step : {3, 6, 9}) {
+      for (Batch& b : Pull(a, 3)) first.push_back(std::move(b));
+      a.Save(dir + "/" + StepFolderName(step));
+    }
+    for (Batch& b : Pull(a, 5)) first.push_back(std::move(b));
+    a.WaitForSave();
+    comm_.Barrier();  // every rank's file is written before rank 0 looks
+  }
+  auto found = Loader::FindResumeStep(MPI_COMM_WORLD, dir);
+  EXPECT_EQ(found ? fs::path(*found).filename().string() : "none", "step-9");
+  // A save killed half-way through step 9; newer folders with nothing complete in them.
+  OnRankZero([&] {
+    const std::string newest = dir + "/step-9";
+    const std::string victim = CheckpointPath(newest, comm_.size() - 1, comm_.size());
+    if (comm_.size() == 1) {
+      fs::rename(victim, victim + ".tmp");  // as a writer killed before its rename leaves it
+    } else {
+      fs::remove(victim);
+    }
+    fs::create_directories(dir + "/step-12/loader");
+    fs::create_directories(dir + "/step-15");
+    fs::create_directories(dir + "/step-x/loader");
+    testing::WriteText(dir + "/step-18", "not a folder");
+  });
+  found = Loader::FindResumeStep(MPI_COMM_WORLD, dir);
+  EXPECT_EQ(found ? fs::path(*found).filename().string() : "none", "step-6")
+      << "the newest complete step is step-6: step-9 lacks a rank file";
+  if (!found) return;
+  LoaderConfig resumed = Config();
+  resumed.resume_from = *found;
+  Loader b(MPI_COMM_WORLD, resumed);
+  EXPECT_EQ(b.step(), 6u);
+  ExpectSameStream(Stream(first.begin() + 6, first.end()), Pull(b, first.size() - 6),
+                   "resumed from the step FindResumeStep found", comm_.rank());
+}
+
+TEST_F(CheckpointTest, ACheckpointOfAnotherOrderIsRefusedSayingWhatDiffers) {
+  const std::string step = dir_ / "ckpt/step-7";
+  {
+    Loader a(MPI_COMM_WORLD, Config());
+    Pull(a, 7);
+    SaveAll(a, step);
+  }
+  SynthSpec other;
+  other.out = dir_ / "other";
+  other.datasets = {{"a", 12000, 60}, {"b", 8000, 150}, {"c", 3000, 20}};
+  other.files = 2;
+  other.seed = 22;
+  other.unique_tokens = true;
+  SynthesizeCorpus(comm_, other);
+  const int64_t eos = truth_.tokens;
+  const std::vector<std::pair<std::function<void(LoaderConfig*)>, std::string>> cases = {
+      {[&](LoaderConfig* c) { c->data = other.out; }, "corpus fingerprint: checkpoint "},
+      {[](LoaderConfig* c) { c->seed = 8; }, "seed: checkpoint 7, now 8"},
+      {[](LoaderConfig* c) { c->logical_shards = 41; }, "logical shards: checkpoint 37, now 41"},
+      {[](LoaderConfig* c) { c->seq_len = 96; }, "seq_len: checkpoint 64, now 96"},
+      {[&](LoaderConfig* c) { c->eos_id = eos + 5; },
+       fmt::format("eos_id: checkpoint {}, now {}", eos, eos + 5)},
+      {[](LoaderConfig* c) { c->bos_id = 3; }, "bos_id: checkpoint none, now 3"}};
+  for (const auto& [change, says] : cases) {
+    LoaderConfig config = Config();
+    config.resume_from = step;
+    change(&config);
+    SCOPED_TRACE(says);
+    ExpectRefused<ConfigError>(comm_, config, {says, "does not belong to this run"});
+  }
+  // The weights may change: no error.
+  LoaderConfig reweighted = Config();
+  reweighted.resume_from = step;
+  reweighted.weights = {{"a", 1}, {"c", 1}};
+  EXPECT_NO_THROW(Loader(MPI_COMM_WORLD, reweighted).Next());
+}
+
+TEST_F(CheckpointTest, AMissingTruncatedOrBitFlippedRankFileIsAnErrorNamingIt) {
+  const int last = comm_.size() - 1;
+  auto save = [&](const std::string& step) {
+    Loader a(MPI_COMM_WORLD, Config());
+    Pull(a, 5);
+    SaveAll(a, step);
+  };
+  for (const char* name : {"missing", "truncated", "flipped", "rescaled"}) {
+    save(dir_ / fmt::format("{}/step-5", name));
+  }
+  LoaderConfig config = Config();
+  config.resume_from = dir_ / "nothing/step-5";
+  ExpectRefused<ConfigError>(comm_, config, {"nothing/step-5/loader holds no rank files"});
+
+  const std::string missing = CheckpointPath(dir_ / "missing/step-5", last, comm_.size());
+  OnRankZero([&] { fs::remove(missing); });
+  config.resume_from = dir_ / "missing/step-5";
+  ExpectRefused<ConfigError>(comm_, config,
+                             {"is incomplete", comm_.size() > 1 ? missing : "holds no rank files"});
+
+  const std::string truncated = CheckpointPath(dir_ / "truncated/step-5", 0, comm_.size());
+  OnRankZero([&] { fs::resize_file(truncated, fs::file_size(truncated) - 9); });
+  config.resume_from = dir_ / "truncated/step-5";
+  ExpectRefused<DataError>(comm_, config, {truncated, "not a valid stoker checkpoint"});
+
+  const std::string flipped = CheckpointPath(dir_ / "flipped/step-5", last, comm_.size());
+  OnRankZero([&] { FlipBit(flipped, fs::file_size(flipped) / 2); });
+  config.resume_from = dir_ / "flipped/step-5";
+  ExpectRefused<DataError>(comm_, config, {flipped, "not a valid stoker checkpoint"});
+
+  // Read by another world size (rank k mod W reads old file k): the error still reaches all.
+  const uint64_t wider = 2 * comm_.size() + 1;
+  const std::string wide = CheckpointPath(dir_ / "wide/step-5", wider - 1, wider);
+  OnRankZero([&] {
+    ReshardCheckpoint(dir_ / "rescaled/step-5", wider, dir_ / "wide/step-5");
+    FlipBit(wide, 21);
+  });
+  config.resume_from = dir_ / "wide/step-5";
+  ExpectRefused<DataError>(comm_, config, {wide, "not a valid stoker checkpoint"});
+}
+
+TEST_F(CheckpointTest, NewWeightsRuleFromTheResumedStepOn) {
+  const std::string step = dir_ / "ckpt/step-100";
+  {
+    Loader a(MPI_COMM_WORLD, Config());
+    Pull(a, 100);
+    SaveAll(a, step);
+  }
+  LoaderConfig config = Config();
+  config.resume_from = step;
+  config.weights = {{"a", 1}, {"b", 1}, {"c", 8}};
+  const std::vector<double> weights = {0.1, 0.1, 0.8};
+  Loader b(MPI_COMM_WORLD, config);
+  for (uint32_t d = 0; d < 3; ++d) EXPECT_NEAR(b.weights().at(d), weights[d], 1e-12);
+  const Stream after = Pull(b, 600);
+  ExpectTokensMatchPieces(truth_, after, b);
+  std::vector<double> tokens(3, 0);
+  for (const Batch& batch : after) {
+    for (uint32_t d = 0; d < 3; ++d) tokens[d] += static_cast<double>(batch.dataset_tokens[d]);
+  }
+  auto expect_shares = [&](const std::string& who) {
+    const double all = tokens[0] + tokens[1] + tokens[2];
+    for (uint32_t d = 0; d < 3; ++d) {
+      EXPECT_NEAR(tokens[d] / all, weights[d], 0.03)
+          << who << ", dataset " << d << ": share of the " << all
+          << " tokens delivered after the resume (saved with weights 0.5, 0.3, 0.2)";
+    }
+  };
+  expect_shares(fmt::format("rank {}", comm_.rank()));
+  comm_.SumInPlace(tokens);
+  expect_shares("all ranks");
+}
+
+TEST_F(CheckpointTest, RescaledThereAndBackEveryTokenOnceAndOfflineEqualsMpi) {
+  const uint64_t wider = 2 * comm_.size() + 1;
+  const std::string there = dir_ / "there/step-23", back = dir_ / "back/step-23";
+  Stream before;
+  {
+    Loader a(MPI_COMM_WORLD, Config());
+    before = Pull(a, 23);
+    SaveAll(a, dir_ / "orig/step-23");
+  }
+  OnRankZero([&] {
+    ReshardCheckpoint(dir_ / "orig/step-23", wider, there);
+    ReshardCheckpoint(there, comm_.size(), back);
+  });
+  LoaderConfig config = Config();
+  config.resume_from = back;
+  Loader b(MPI_COMM_WORLD, config);
+  EXPECT_EQ(b.step(), 23u);
+  const Stream after = PullPastEpochZero(b);
+  ExpectTokensMatchPieces(truth_, after, b);
+  const uint64_t checked = ExpectEpochZeroExactlyOnce(
+      comm_, truth_, false, {&before, &after},
+      fmt::format("{} -> {} -> {} ranks, offline", comm_.size(), wider, comm_.size()));
+  EXPECT_EQ(checked, static_cast<uint64_t>(truth_.tokens) + truth_.length[0].size() +
+                         truth_.length[1].size() + truth_.length[2].size());
+  // The MPI rescale from `there` (wider -> this world) gives the same stream as `back`.
+  config.resume_from = there;
+  Loader c(MPI_COMM_WORLD, config);
+  EXPECT_EQ(c.step(), 23u);
+  ExpectSameStream(after, Pull(c, after.size()),
+                   fmt::format("MPI rescale {} -> {} vs offline", wider, comm_.size()),
+                   comm_.rank());
+}
+
+TEST_F(CheckpointTest, FromFewerRanksOfflineReshardEqualsMpiRescaleAndEveryTokenOnce) {
+  if (comm_.size() == 1) GTEST_SKIP() << "needs ranks to leave idle while fewer save";
+  const int saving = comm_.size() - 1;
+  const std::string original = dir_ / "orig/step-31", offline = dir_ / "offline/step-31";
+  Stream before;
+  MPI_Comm sub = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, comm_.rank() < saving ? 0 : MPI_UNDEFINED, comm_.rank(), &sub);
+  if (sub != MPI_COMM_NULL) {
+    try {
+      Loader a(sub, Config());
+      before = Pull(a, 31);
+      a.Save(original);
+      a.WaitForSave();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "saving on " << saving << " ranks: " << e.what();
+    }
+    MPI_Comm_free(&sub);
+  }
+  comm_.Barrier();
+  OnRankZero([&] { ReshardCheckpoint(original, comm_.size(), offline); });
+  LoaderConfig config = Config();
+  config.resume_from = original;
+  Loader mpi_rescaled(MPI_COMM_WORLD, config);
+  config.resume_from = offline;
+  Loader resharded(MPI_COMM_WORLD, config);
+  EXPECT_EQ(mpi_rescaled.step(), 31u);
+  EXPECT_EQ(resharded.step(), 31u);
+  const Stream after = PullPastEpochZero(mpi_rescaled);
+  ExpectTokensMatchPieces(truth_, after, mpi_rescaled);
+  ExpectSameStream(after, Pull(resharded, after.size()),
+                   fmt::format("offline reshard {} -> {} vs MPI rescale", saving, comm_.size()),
+                   comm_.rank());
+  ExpectEpochZeroExactlyOnce(comm_, truth_, false, {&before, &after},
+                             fmt::format("{} -> {} ranks", saving, comm_.size()));
+}
+
+}  // namespace
+}  // namespace stoker
