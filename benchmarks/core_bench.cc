@@ -12,6 +12,9 @@
 //   DeriveKey, PermutationConstruct       a key derivation (xxh3 of purpose + 3 words), and
 //                                         DatasetOrder::Epoch (a DeriveKey and 6 round keys), both
 //                                         paid per document by RowPlanner.
+//   WidenTokens                           one batch (8 x 4,097) of uint16 tokens widened to int64
+//                                         (core/token_type.h), as BatchReader does: items/s is
+//                                         tokens per second.
 //   RowPlanner/mean_len/world             RowPlanner::NextRow with a fake DocLocator (lengths
 //                                         hashed from the document number, uniform in
 //                                         [1, 2 * mean_len - 1]; no I/O): 3 datasets of 200 M
@@ -38,6 +41,7 @@
 #include "core/permutation.h"
 #include "core/random.h"
 #include "core/row_planner.h"
+#include "core/token_type.h"
 
 namespace {
 
@@ -169,6 +173,22 @@ void PermutationConstruct(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// One batch's worth (8 rows of 4,097) of uint16 tokens widened to int64, as BatchReader does for
+// every token it delivers.
+void WidenTokens(benchmark::State& state) {
+  constexpr size_t kTokens = 8 * 4097;
+  std::vector<uint16_t> in(kTokens);
+  CounterRng rng(kKey);
+  for (uint16_t& t : in) t = static_cast<uint16_t>(rng.NextBelow(50304));
+  std::vector<int64_t> out(kTokens);
+  for (auto _ : state) {
+    stoker::WidenTokens(stoker::TokenType::kUint16, in.data(), kTokens, out.data());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(kTokens));
+}
+
 uint64_t Hash(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -221,6 +241,7 @@ BENCHMARK(MaterializedAtSequential)
     ->Name("MaterializedAt/sequential")->Arg(kMillion)->Arg(100 * kMillion);
 BENCHMARK(MaterializeShuffle)->Arg(kMillion)->Unit(benchmark::kMillisecond);
 BENCHMARK(DeriveKey);
+BENCHMARK(WidenTokens)->Unit(benchmark::kMicrosecond);
 BENCHMARK(PermutationConstruct);
 BENCHMARK(RowPlannerRows)
     ->Name("RowPlanner")->ArgNames({"mean_len", "world"})

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job: set up, build, then run stoker on its embedded default. For now that is a small
-# synthetic corpus of three datasets made under mpirun, described by `stoker inspect` and checked
-# by `stoker verify`.
+# The main job: set up, build, then run stoker on its embedded default: a small synthetic corpus
+# of three datasets made under mpirun, described by `stoker inspect` and checked by `stoker
+# verify`; then the loader streams it on 2 ranks with checkpoints, and a resumed run goes on from
+# the last checkpoint on 3 ranks (the loader rescales its state).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -19,3 +20,14 @@ echo "== stoker inspect $corpus"
 mpirun -np "$ranks" "$stoker" inspect "$corpus"
 echo "== stoker verify $corpus"
 mpirun -np "$ranks" "$stoker" verify "$corpus"
+
+checkpoints=${corpus%/*}/demo-checkpoints
+rm -rf "$checkpoints"
+echo "== stoker run: 40 steps on $ranks ranks, a checkpoint every 20"
+mpirun -np "$ranks" "$stoker" run --data "$corpus" --steps 40 --seq-len 2048 --batch-size 8 \
+  --weights web=0.5,code=0.3,books=0.2 --checkpoint-dir "$checkpoints" --save-every 20
+echo "== stoker run --resume: on to step 80 on 3 ranks"
+mpirun -np 3 "$stoker" run --data "$corpus" --steps 80 --seq-len 2048 --batch-size 8 \
+  --weights web=0.5,code=0.3,books=0.2 --checkpoint-dir "$checkpoints" --save-every 20 --resume
+echo "== stoker inspect $checkpoints/step-80"
+"$stoker" inspect "$checkpoints/step-80"

@@ -116,9 +116,14 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, const LoaderConfig& config) {
   LoaderSetup setup;
   setup.table = DiscoverCorpus(comm, config.data);
   if (static_cast<uint64_t>(comm.size()) > config.logical_shards) {
-    Refuse({fmt::format("{} ranks but only {} logical shards: every rank needs at least one "
-                        "(raise --logical-shards)",
-                        comm.size(), config.logical_shards)});
+    Refuse({config.resume_from.empty()
+                ? fmt::format("{} ranks but only {} logical shards: every rank needs at least "
+                              "one (raise --logical-shards)",
+                              comm.size(), config.logical_shards)
+                : fmt::format("{} ranks but only {} logical shards: checkpoint {} was saved with "
+                              "{} logical shards, so resume it on at most {} ranks",
+                              comm.size(), config.logical_shards, config.resume_from,
+                              config.logical_shards, config.logical_shards)});
   }
   setup.weights = ResolveWeights(config, setup.table);
   setup.eos_id = config.eos_id.value_or(

@@ -23,6 +23,11 @@ std::optional<std::string> FindNewestCompleteStep(const mpi::Comm& comm,
       spdlog::warn("passing over incomplete checkpoint {} (a save was interrupted?): {}", it->path,
                    fmt::join(it->problems, "; "));
     }
+    // Starting over would repeat every token already trained on: refuse instead.
+    STOKER_CHECK(steps.empty(), ConfigError,
+                 "{} holds {} step folders but none is complete: refusing to start over from "
+                 "step 0 (move the folder away to start afresh)",
+                 checkpoint_dir, steps.size());
   });
   comm.Broadcast(&chosen, 0);
   if (chosen.empty()) return std::nullopt;

@@ -17,8 +17,9 @@
 
 namespace stoker {
 
-// The newest complete step folder under `checkpoint_dir`, or nullopt when it has none. Newer
-// incomplete steps (a job killed while saving) are logged and passed over.
+// The newest complete step folder under `checkpoint_dir`, or nullopt when it has no step folder
+// at all. Newer incomplete steps (a job killed while saving) are logged and passed over; step
+// folders of which none is complete are refused (ConfigError) rather than silently restarted.
 std::optional<std::string> FindNewestCompleteStep(const mpi::Comm& comm,
                                                   const std::string& checkpoint_dir);
 

@@ -18,16 +18,18 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/stoker-ckpt-faults.XXXXXX")
 background=""
 cleanup() {
   if [ -n "$background" ]; then
-    kill -9 $(pgrep -P "$background" || true) "$background" 2> /dev/null || true
+    local pids
+    mapfile -t pids < <(pgrep -P "$background" || true)
+    kill -9 "${pids[@]}" "$background" 2> /dev/null || true
   fi
   rm -rf "$work"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-for name in corpus other; do
-  "$STOKER" synth "$work/$name" --dataset a:8000:40 --dataset b:4000:100 --files 2 \
-    --seed $([ "$name" = corpus ] && echo 1 || echo 2) --unique-tokens > "$work/synth.log" 2>&1 ||
+for name_seed in corpus:1 other:2; do
+  "$STOKER" synth "$work/${name_seed%:*}" --dataset a:8000:40 --dataset b:4000:100 --files 2 \
+    --seed "${name_seed#*:}" --unique-tokens > "$work/synth.log" 2>&1 ||
     { cat "$work/synth.log" >&2; fail "stoker synth failed"; }
 done
 seq=32 batch=2
@@ -76,7 +78,8 @@ $(cat "$work/out.txt")"
   for r in 0 1; do
     size=$(stat -c %s "$dir.dump/rank-$r.bin")
     [ "$size" = $((3 * batch_bytes)) ] ||
-      fail "$name: rank $r delivered $((size / batch_bytes)) batches to step $((step + 3)), so it did not resume from step $step"
+      fail "$name: rank $r delivered $((size / batch_bytes)) batches to step $((step + 3)):" \
+           "it did not resume from step $step"
   done
   for pattern in "$@"; do once "$name" "$pattern" "$work/out.txt"; done
   echo "ok: $name: resumed from step $step${1:+; warned: $(grep -m1 -F -- "$1" "$work/out.txt")}"
@@ -86,7 +89,8 @@ $(cat "$work/out.txt")"
 dir=$(copy missing)
 rm "$dir/step-12/loader/rank-00001-of-00002.ckpt"
 expect_resumed "missing rank file" "$dir" 8 \
-  "passing over incomplete checkpoint $dir/step-12" "$dir/step-12/loader/rank-00001-of-00002.ckpt is missing"
+  "passing over incomplete checkpoint $dir/step-12" \
+  "$dir/step-12/loader/rank-00001-of-00002.ckpt is missing"
 expect_error "inspect of a step missing a rank file" 2 \
   "$dir/step-12/loader/rank-00001-of-00002.ckpt is missing" inspect "$dir/step-12"
 
@@ -95,7 +99,8 @@ mv "$dir/step-12/loader/rank-00000-of-00002.ckpt" "$dir/step-12/loader/rank-0000
 rm "$dir/step-12/loader/rank-00001-of-00002.ckpt"
 mkdir -p "$dir/step-16/loader"
 expect_resumed "incomplete newest steps" "$dir" 8 \
-  "passing over incomplete checkpoint $dir/step-16" "passing over incomplete checkpoint $dir/step-12"
+  "passing over incomplete checkpoint $dir/step-16" \
+  "passing over incomplete checkpoint $dir/step-12"
 
 # --- Corrupt files: an error naming the file. ---
 dir=$(copy truncated)
@@ -121,7 +126,8 @@ other=("${common[@]}")
 other[1]="$work/other"
 expect_error "another corpus" 2 "corpus fingerprint: checkpoint" \
   run "${other[@]}" --checkpoint-dir "$dir" --resume --steps 20
-grep -q -F "does not belong to this run" "$work/out.txt" || fail "another corpus: $(cat "$work/out.txt")"
+grep -q -F "does not belong to this run" "$work/out.txt" ||
+  fail "another corpus: $(cat "$work/out.txt")"
 dir=$(copy other-seed)
 expect_error "another seed" 2 "seed: checkpoint 4, now 5" \
   run "${base[@]}" --logical-shards 16 --seed 5 --checkpoint-dir "$dir" --resume --steps 20
@@ -157,17 +163,19 @@ for round in 1 2 3 4 5; do
   $MPIRUN -np 2 "$STOKER" run "${common[@]}" --steps 100000000 --save-every 1 \
     --checkpoint-dir "$dir" --resume > "$work/kill-$round.log" 2>&1 &
   background=$!
-  # Once it is saving (a few steps past the last resume), at a random moment.
+  # Once it is saving (step previous + 3 complete: leftovers of the last kill never are), at a
+  # random moment.
   for ((wait = 0; wait < 300; ++wait)); do
-    [ ! -d "$dir/step-$((previous + 3))" ] || break
+    [ "$(newest_complete "$dir")" -lt $((previous + 3)) ] || break
     sleep 0.1
   done
-  [ -d "$dir/step-$((previous + 3))" ] ||
+  [ "$(newest_complete "$dir")" -ge $((previous + 3)) ] ||
     fail "round $round: no step saved after step $previous in 30 s: $(cat "$work/kill-$round.log")"
   sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
-  ranks=$(pgrep -P "$background" || true)
-  [ -n "$ranks" ] || fail "round $round: no ranks running to kill: $(cat "$work/kill-$round.log")"
-  kill -9 $ranks
+  mapfile -t ranks < <(pgrep -P "$background" || true)
+  [ "${#ranks[@]}" = 2 ] ||
+    fail "round $round: ${#ranks[@]} ranks running to kill, not 2: $(cat "$work/kill-$round.log")"
+  kill -9 "${ranks[@]}"
   wait "$background" || true
   background=""
   step=$(newest_complete "$dir")
@@ -176,7 +184,7 @@ for round in 1 2 3 4 5; do
   # A newer step folder than the newest complete one: the kill caught a save half-way.
   ls -d "$dir"/step-$((step + 1)) > /dev/null 2>&1 && incomplete=$((incomplete + 1))
   timeout 60 "$STOKER" inspect "$dir/step-$step" > "$work/inspect.txt" 2>&1 ||
-    fail "round $round: stoker inspect of the newest complete step $step: $(cat "$work/inspect.txt")"
+    fail "round $round: stoker inspect of step $step: $(cat "$work/inspect.txt")"
   rm -rf "$dir.dump"
   expect_resumed "killed in round $round" "$dir" "$step"
   previous=$step

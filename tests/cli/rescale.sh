@@ -29,7 +29,7 @@ corpus="$work/corpus"
 
 seq=64 batch=4
 common=(--data "$corpus" --seq-len "$seq" --batch-size "$batch" --logical-shards 64 --seed 9
-        --weights a=5,b=3,c=2)
+        --weights "a=5,b=3,c=2")
 
 # Checks the dumps of segments given as WORLD:FROM_STEP:TO_STEP:DIR, in order. Exit 1 with the
 # problems; exit 3 when the last world's ranks are not all past epoch 0 of every dataset yet.
@@ -78,7 +78,7 @@ for index, (world, first_step, last_step, folder) in enumerate(segments):
             for q, value in enumerate(t[at:at + count], start=first):
                 if value == eos:
                     if q != first + count - 1:
-                        problem(f"{where}: EOS at position {q}, inside the piece [{first}, +{count})")
+                        problem(f"{where}: EOS at position {q}, inside [{first}, +{count})")
                     if length[k].setdefault(doc, q) != q:
                         problem(f"{where}: EOS at position {q}, elsewhere {length[k][doc]}")
                 elif base[k].setdefault(doc, value - q) != value - q:
@@ -136,7 +136,8 @@ segment() {
   timeout 120 $MPIRUN -np "$np" "$STOKER" run "${common[@]}" --steps "$to" --save-every "$every" \
     --checkpoint-dir "$work/$name/ckpt" --dump "$log" "${resume[@]}" > "$log.out" 2> "$log.err" ||
     { cat "$log.out" "$log.err" >&2; fail "$name: stoker run at $np ranks, steps $from..$to"; }
-  grep -q "\"steps\":$to[,}]" "$log.out" || fail "$name: the run did not stop at step $to: $(cat "$log.out")"
+  grep -q "\"steps\":${to}[,}]" "$log.out" ||
+    fail "$name: the run did not stop at step $to: $(cat "$log.out")"
   [ -d "$work/$name/ckpt/step-$to" ] || fail "$name: step $to was not saved"
   if [ "$from" != 0 ] && [ "$previous" != "$np" ]; then
     grep -q "step-$from: step $from, rescaled from $previous to $np ranks" "$log.err" ||
@@ -191,8 +192,9 @@ offline() {
   timeout 60 "$STOKER" reshard "$dir/original/step-$step" --world-size "$new" \
     --out "$dir/resharded/step-$step" > "$dir.reshard.log" 2>&1 ||
     { cat "$dir.reshard.log" >&2; fail "$name: stoker reshard to $new ranks"; }
-  [ "$(ls "$dir/resharded/step-$step/loader" | grep -c '\.ckpt$')" = "$new" ] ||
-    fail "$name: stoker reshard did not write $new rank files: $(ls "$dir/resharded/step-$step/loader")"
+  local files=("$dir/resharded/step-$step/loader"/rank-*-of-*.ckpt)
+  [ "${#files[@]}" = "$new" ] ||
+    fail "$name: stoker reshard wrote ${#files[@]} rank files, not $new: ${files[*]}"
   for from in original resharded; do
     timeout 60 $MPIRUN -np "$new" "$STOKER" run "${common[@]}" --steps $((step + 24)) --resume \
       --checkpoint-dir "$dir/$from" --dump "$dir/dump-$from" > "$dir.$from.log" 2>&1 ||
