@@ -83,8 +83,9 @@ class Loader {
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
-  // The next batch of this rank. The stream wraps from epoch to epoch and does not end: the
-  // optional is empty only after an error was already thrown.
+  // The next batch of this rank. The stream wraps from epoch to epoch and does not end, so the
+  // optional is never empty today (it leaves room for a bounded stream); an error of the reading
+  // thread is rethrown here, by this and every later call.
   std::optional<Batch> Next();
 
   // Saves this rank's state after the last batch Next() returned into

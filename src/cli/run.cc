@@ -198,7 +198,9 @@ Command SetupRun(CLI::App& app) {
   sub->add_option("--seed", c.seed, "Seed of the order (same seed, same order)")
       ->capture_default_str();
   sub->add_option("--logical-shards", c.logical_shards,
-                  "Units of the order that ranks own; any rank count up to it works")
+                  "Units of the order that ranks own; any rank count up to it works (a dataset "
+                  "must still give every rank a document). Ranks balance within about 1% while "
+                  "logical shards >= 100 x ranks")
       ->capture_default_str();
   sub->add_option("--eos-id", options->eos_id,
                   "End-of-document token appended to every document (default: the corpus's "
@@ -218,7 +220,8 @@ Command SetupRun(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--resume", options->resume,
                 "Go on from the newest complete step under --checkpoint-dir, on any number of "
-                "ranks (none yet: start at step 0); --steps N still stops after global step N");
+                "ranks (no step folder yet: start at step 0; step folders none of which is complete: "
+                "refused); --steps N still stops after global step N");
   return {sub, [options, sub](const mpi::Comm& world) {
             if (!options->config_file.empty()) {
               mpi::FailTogether(world, [&] { ApplyConfigFile(sub, options->config_file); });

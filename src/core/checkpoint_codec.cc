@@ -53,6 +53,7 @@ class Reader {
     for (int shift = 0; shift < 64; shift += 7) {
       Need(1);
       const auto byte = static_cast<uint8_t>(in_[pos_++]);
+      if (shift == 63 && byte > 1) Fail("a number runs past 64 bits");
       v |= static_cast<uint64_t>(byte & 0x7f) << shift;
       if ((byte & 0x80) == 0) return v;
     }

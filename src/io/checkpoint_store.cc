@@ -53,7 +53,10 @@ StepFolder DescribeStepFolder(const std::string& step_dir) {
   folder.step = NumberIn(fs::path(step_dir).filename().string(), "step-", "").value_or(0);
   std::map<uint64_t, std::set<uint64_t>> ranks_by_world;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(step_dir + "/loader", ec)) {
+  fs::directory_iterator it(step_dir + "/loader", ec);
+  STOKER_CHECK(!ec || ec == std::errc::no_such_file_or_directory, IoError,
+               "cannot read {}/loader: {}", step_dir, ec.message());
+  for (const auto& entry : it) {
     if (const auto rw = RankAndWorld(entry.path().filename().string())) {
       ranks_by_world[rw->second].insert(rw->first);
     }
@@ -85,7 +88,12 @@ StepFolder DescribeStepFolder(const std::string& step_dir) {
 std::vector<StepFolder> ListStepFolders(const std::string& checkpoint_dir) {
   std::vector<StepFolder> steps;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(checkpoint_dir, ec)) {
+  fs::directory_iterator it(checkpoint_dir, ec);
+  // A missing folder has no steps yet; one that cannot be read must not look empty (a resume
+  // would start over and repeat every token already trained on).
+  STOKER_CHECK(!ec || ec == std::errc::no_such_file_or_directory, IoError,
+               "cannot read checkpoint folder {}: {}", checkpoint_dir, ec.message());
+  for (const auto& entry : it) {
     const std::string name = entry.path().filename().string();
     if (!entry.is_directory() || !NumberIn(name, "step-", "")) continue;
     steps.push_back(DescribeStepFolder(entry.path().string()));

@@ -92,6 +92,9 @@ RankState Loader::Impl::StartingState() {
                             comm_.rank());
   }
   RestoredState restored = RestoreRankState(comm_, config_.resume_from, Identity());
+  mpi::FailTogether(comm_, [&] {
+    CheckStateFits(restored.state, setup_.planner, config_.resume_from);
+  });
   if (restored.saved_weights != setup_.weights) {
     // Dynamic mixing: the new weights rule from this step on, so the counters start afresh
     // (kept, they would make the mixer first catch up with the new weights).

@@ -66,6 +66,13 @@ std::vector<std::string> LoaderConfig::Problems() const {
   if (data.empty()) problems.push_back("no corpus folder (--data)");
   if (seq_len == 0) problems.push_back("--seq-len must be at least 1");
   if (batch_size == 0) problems.push_back("--batch-size must be at least 1");
+  constexpr uint64_t kMaxBatchTokens = uint64_t{1} << 31;  // 16 GiB of int64 per batch
+  if (seq_len >= kMaxBatchTokens || (batch_size > 0 && seq_len > 0 &&
+                                     batch_size > kMaxBatchTokens / (seq_len + 1))) {
+    problems.push_back(fmt::format("--batch-size {} x (--seq-len {} + 1) tokens per batch is "
+                                   "above the limit of 2^31",
+                                   batch_size, seq_len));
+  }
   if (logical_shards == 0) problems.push_back("--logical-shards must be at least 1");
   if (prefetch == 0) problems.push_back("--prefetch must be at least 1");
   if (max_open_files == 0) problems.push_back("max_open_files must be at least 1");

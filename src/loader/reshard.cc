@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "base/check.h"
+#include "core/partition.h"
 #include "core/rescale.h"
 #include "io/checkpoint_store.h"
 #include "loader/restore.h"
@@ -18,7 +19,16 @@ ReshardStats ReshardCheckpoint(const std::string& step_dir, uint64_t new_world,
   std::vector<RankCheckpoint> old;
   for (uint64_t k = 0; k < old_world; ++k) {
     old.push_back(ReadCheckpointFile(CheckpointPath(step_dir, k, old_world)));
-    CheckIdentity(old.back(), old.front().identity, CheckpointPath(step_dir, k, old_world));
+    const std::string path = CheckpointPath(step_dir, k, old_world);
+    CheckIdentity(old.back(), old.front().identity, path);
+    STOKER_CHECK(old.back().state.step == old.front().state.step, DataError,
+                 "{}: holds step {}, but rank file 0 holds step {}", path, old.back().state.step,
+                 old.front().state.step);
+    const IndexRange owned = OwnedLogicalShards(old.back().identity.logical_shards, old_world, k);
+    STOKER_CHECK(old.back().state.shards == owned, DataError,
+                 "{}: holds logical shards [{}, {}), but rank {} of {} owns [{}, {})", path,
+                 old.back().state.shards.begin, old.back().state.shards.end, k, old_world,
+                 owned.begin, owned.end);
   }
   const OrderIdentity& identity = old.front().identity;
   STOKER_CHECK(new_world >= 1 && new_world <= identity.logical_shards, ConfigError,

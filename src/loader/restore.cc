@@ -4,6 +4,7 @@
 
 #include "base/bytes.h"
 #include "base/check.h"
+#include "core/partition.h"
 #include "core/rescale.h"
 #include "io/checkpoint_store.h"
 
@@ -45,13 +46,19 @@ void CheckIdentity(const RankCheckpoint& saved, const OrderIdentity& now, const 
 
 namespace {
 
-RankCheckpoint ReadChecked(const std::string& path, const OrderIdentity& now, uint64_t world);
+RankCheckpoint ReadChecked(const std::string& path, const OrderIdentity& now, uint64_t world,
+                           std::optional<uint64_t> step);
 
 // The world size the step folder was saved by and the weights it was saved with, checked by rank
 // 0 (which also reads rank file 0) and known to every rank.
-std::pair<uint64_t, std::vector<double>> SavedWorldAndWeights(const mpi::Comm& comm,
-                                                              const std::string& step_dir,
-                                                              const OrderIdentity& now) {
+struct Saved {
+  uint64_t world = 0;
+  uint64_t step = 0;
+  std::vector<double> weights;
+};
+
+Saved SavedWorldAndWeights(const mpi::Comm& comm, const std::string& step_dir,
+                           const OrderIdentity& now) {
   ByteWriter out;
   mpi::FailTogether(comm, [&] {
     if (comm.rank() != 0) return;
@@ -59,25 +66,39 @@ std::pair<uint64_t, std::vector<double>> SavedWorldAndWeights(const mpi::Comm& c
     STOKER_CHECK(folder.complete(), ConfigError, "checkpoint {} is incomplete: {}", step_dir,
                  fmt::join(folder.problems, "; "));
     const RankCheckpoint first = ReadChecked(CheckpointPath(step_dir, 0, *folder.world), now,
-                                             *folder.world);
+                                             *folder.world, std::nullopt);
     out.Put<uint64_t>(*folder.world);
+    out.Put<uint64_t>(first.state.step);
     out.Put<uint64_t>(first.weights.size());
     for (double w : first.weights) out.Put(w);
   });
   std::string bytes = out.Take();
   comm.Broadcast(&bytes, 0);
   ByteReader in(bytes);
-  const auto world = in.Get<uint64_t>();
-  std::vector<double> weights(in.Get<uint64_t>());
-  for (double& w : weights) w = in.Get<double>();
-  return {world, weights};
+  Saved saved;
+  saved.world = in.Get<uint64_t>();
+  saved.step = in.Get<uint64_t>();
+  saved.weights.resize(in.Get<uint64_t>());
+  for (double& w : saved.weights) w = in.Get<double>();
+  return saved;
 }
 
-RankCheckpoint ReadChecked(const std::string& path, const OrderIdentity& now, uint64_t world) {
+// A rank file that belongs with the others: same identity, world and step, and the logical
+// shards its rank owns.
+RankCheckpoint ReadChecked(const std::string& path, const OrderIdentity& now, uint64_t world,
+                           std::optional<uint64_t> step) {
   RankCheckpoint saved = ReadCheckpointFile(path);
   CheckIdentity(saved, now, path);
   STOKER_CHECK(saved.world == world, DataError, "{}: saved by a world of {}, not {}", path,
                saved.world, world);
+  STOKER_CHECK(!step || saved.state.step == *step, DataError,
+               "{}: holds step {}, but rank file 0 of the same folder holds step {}", path,
+               saved.state.step, step.value_or(0));
+  const IndexRange owned = OwnedLogicalShards(now.logical_shards, world, saved.rank);
+  STOKER_CHECK(saved.state.shards == owned, DataError,
+               "{}: holds logical shards [{}, {}), but rank {} of {} owns [{}, {})", path,
+               saved.state.shards.begin, saved.state.shards.end, saved.rank, world, owned.begin,
+               owned.end);
   return saved;
 }
 
@@ -85,20 +106,23 @@ RankCheckpoint ReadChecked(const std::string& path, const OrderIdentity& now, ui
 
 RestoredState RestoreRankState(const mpi::Comm& comm, const std::string& step_dir,
                                const OrderIdentity& now) {
-  auto [old_world, saved_weights] = SavedWorldAndWeights(comm, step_dir, now);
+  Saved saved = SavedWorldAndWeights(comm, step_dir, now);
+  const uint64_t old_world = saved.world;
+  std::vector<double>& saved_weights = saved.weights;
   const auto world = static_cast<uint64_t>(comm.size());
   const auto rank = static_cast<uint64_t>(comm.rank());
   RankState state;
   if (old_world == world) {
     mpi::FailTogether(comm, [&] {
-      state = ReadChecked(CheckpointPath(step_dir, rank, world), now, world).state;
+      state = ReadChecked(CheckpointPath(step_dir, rank, world), now, world, saved.step).state;
     });
     return {std::move(state), std::move(saved_weights)};
   }
   std::vector<std::string> to_each(world);
   mpi::FailTogether(comm, [&] {
     for (uint64_t k = rank; k < old_world; k += world) {
-      const RankCheckpoint old = ReadChecked(CheckpointPath(step_dir, k, old_world), now, old_world);
+      const RankCheckpoint old =
+          ReadChecked(CheckpointPath(step_dir, k, old_world), now, old_world, saved.step);
       for (const RescalePart& part : SplitState(old.state, k, now.logical_shards, world)) {
         ByteWriter framed;
         framed.PutString(EncodeRescalePart(part));
@@ -118,6 +142,36 @@ RestoredState RestoreRankState(const mpi::Comm& comm, const std::string& step_di
   spdlog::info("resumed from {}: step {}, rescaled from {} to {} ranks", step_dir, state.step,
                old_world, world);
   return {std::move(state), std::move(saved_weights)};
+}
+
+void CheckStateFits(const RankState& state, const PlannerConfig& planner,
+                    const std::string& step_dir) {
+  const auto bad = [&](const std::string& what) {
+    throw DataError(fmt::format("checkpoint {} does not fit the corpus: {}", step_dir, what));
+  };
+  for (uint32_t d = 0; d < state.datasets; ++d) {
+    uint64_t active = 0;
+    for (uint64_t j = state.shards.begin; j < state.shards.end; ++j) {
+      const uint64_t slice = SplitRange(planner.datasets[d].docs, planner.logical_shards, j).size();
+      const ShardCursor& c = state.cursor(j, d);
+      active += slice > 0;
+      if ((slice > 0 && c.position >= slice) || (slice == 0 && (c.position != 0 || c.offset != 0))) {
+        bad(fmt::format("logical shard {} of dataset {} stands at position {} of {}", j,
+                        planner.datasets[d].name, c.position, slice));
+      }
+    }
+    if (state.interleave[d].index >= std::max<uint64_t>(active, 1)) {
+      bad(fmt::format("the interleaving of dataset {} stands at {} of {} shards",
+                      planner.datasets[d].name, state.interleave[d].index, active));
+    }
+  }
+  for (size_t i = 0; i < state.unfinished.size(); ++i) {
+    const UnfinishedDoc& u = state.unfinished[i];
+    if (state.cursor(u.shard, u.dataset).offset == 0) bad("an unfinished document was not cut");
+    for (size_t k = 0; k < i; ++k) {
+      if (state.unfinished[k] == u) bad("an unfinished document is listed twice");
+    }
+  }
 }
 
 }  // namespace stoker

@@ -13,6 +13,7 @@
 
 #include "core/checkpoint_codec.h"
 #include "core/loader_state.h"
+#include "core/row_planner.h"
 #include "mpi/comm.h"
 
 namespace stoker {
@@ -33,6 +34,12 @@ struct RestoredState {
 // a missing or corrupt rank file is an error naming it.
 RestoredState RestoreRankState(const mpi::Comm& comm, const std::string& step_dir,
                                const OrderIdentity& now);
+
+// Checks that a restored state fits the corpus it resumes on: every cursor inside its logical
+// shard's slice, the interleaving inside the rank's shards, unfinished documents listed once and
+// cut. DataError naming `step_dir` otherwise (a file written by another tool or edited by hand).
+void CheckStateFits(const RankState& state, const PlannerConfig& planner,
+                    const std::string& step_dir);
 
 // Checks one rank file's identity against `now` (ConfigError listing the differences).
 void CheckIdentity(const RankCheckpoint& saved, const OrderIdentity& now, const std::string& path);
