@@ -76,13 +76,17 @@ constexpr char kUsage[] =
     "                     default 0 (a trainer that never computes: all its time is wait)\n"
     "  --files N          first-batch: files in the corpus (a multiple of 4); default 10000\n"
     "  --docs N           memory: documents in the corpus (mean length 4); default 1000000\n"
-    "  --batches N        memory: batches pulled before measuring; default 200\n";
+    "  --batches N        memory: batches pulled before measuring; default 200\n"
+    "  --offset-cache-bytes N  the Loader's cache of document offsets, bytes per rank; default\n"
+    "                     8388608 (LoaderConfig's): smaller values show a corpus whose offsets\n"
+    "                     do not fit\n";
 
 struct Options {
   std::string mode;
   std::string dir = "/tmp/stoker-loader-bench";
   uint64_t repeat = 5, seq_len = 4096, batch_size = 8, tokens = 100'000'000;
   uint64_t corpus_tokens = 600'000'000, files = 10'000, docs = 1'000'000, batches = 200;
+  uint64_t offset_cache_bytes = LoaderConfig{}.offset_cache_bytes;
   double step_ms = 0;
   bool help = false;
 };
@@ -138,6 +142,7 @@ Options ParseArgs(int argc, char** argv) {
     else if (flag == "--files") o.files = ParseCount(flag, value);
     else if (flag == "--docs") o.docs = ParseCount(flag, value);
     else if (flag == "--batches") o.batches = ParseCount(flag, value);
+    else if (flag == "--offset-cache-bytes") o.offset_cache_bytes = ParseCount(flag, value);
     else if (flag == "--step-ms") o.step_ms = ParseMilliseconds(value);
     else throw ConfigError(fmt::format("unknown option '{}'", flag));
   }
@@ -214,7 +219,8 @@ void Warm(const mpi::Comm& comm, const CorpusTable& table) {
 }
 
 LoaderConfig ConfigFor(const Options& o, const std::string& root) {
-  return LoaderConfig{.data = root, .seq_len = o.seq_len, .batch_size = o.batch_size, .seed = 1};
+  return LoaderConfig{.data = root, .seq_len = o.seq_len, .batch_size = o.batch_size, .seed = 1,
+                      .offset_cache_bytes = o.offset_cache_bytes};
 }
 
 // ---- throughput ----------------------------------------------------------------------------
@@ -440,11 +446,11 @@ void Throughput(const mpi::Comm& comm, const Options& o) {
   }
   if (comm.rank() != 0) return;
   std::printf("# throughput: %zu files, %llu docs, %llu tokens; %llu tokens per rank per run, "
-              "%llu runs, step %.1f ms; medians in M tokens/s\n",
+              "%llu runs, step %.1f ms, offset cache %llu bytes; medians in M tokens/s\n",
               table.shards.size(), static_cast<unsigned long long>(table.total_docs()),
               static_cast<unsigned long long>(table.total_tokens()),
               static_cast<unsigned long long>(o.tokens), static_cast<unsigned long long>(o.repeat),
-              o.step_ms);
+              o.step_ms, static_cast<unsigned long long>(o.offset_cache_bytes));
   PrintThroughput(comm.size(), series, wait, setup);
 }
 
