@@ -181,27 +181,6 @@ CheckpointStats CollectCheckpointStats(const std::string& step_dir, const Corpus
 
 namespace {
 
-// Pads the columns: those in `left` left-aligned, the others right-aligned.
-std::string Tabulate(const std::vector<std::vector<std::string>>& rows,
-                     const std::vector<size_t>& left) {
-  std::vector<size_t> width(rows.front().size(), 0);
-  for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t c = 0; c < row.size(); ++c) {
-      if (c > 0) line += "  ";
-      const bool is_left = std::find(left.begin(), left.end(), c) != left.end();
-      line += is_left ? fmt::format("{:<{}}", row[c], width[c])
-                      : fmt::format("{:>{}}", row[c], width[c]);
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-  return out;
-}
 
 std::vector<std::string> Header(bool with_corpus) {
   std::vector<std::string> header = {"started tokens", "epochs", "top-epoch shards", "positions",

@@ -117,8 +117,12 @@ std::vector<std::string> Row(const std::string& name, uint64_t files, uint64_t d
           GroupThousands(h.max())};
 }
 
-// Pads the columns: the first and the fifth (names, types) left-aligned, numbers right-aligned.
-std::string Tabulate(const std::vector<std::vector<std::string>>& rows) {
+
+}  // namespace
+
+// Pads the columns: those in `left` left-aligned, the others right-aligned.
+std::string Tabulate(const std::vector<std::vector<std::string>>& rows,
+                     const std::vector<size_t>& left) {
   std::vector<size_t> width(rows.front().size(), 0);
   for (const auto& row : rows) {
     for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
@@ -127,18 +131,16 @@ std::string Tabulate(const std::vector<std::vector<std::string>>& rows) {
   for (const auto& row : rows) {
     std::string line;
     for (size_t c = 0; c < row.size(); ++c) {
-      const bool left = c == 0 || c == 4;
       if (c > 0) line += "  ";
-      line +=
-          left ? fmt::format("{:<{}}", row[c], width[c]) : fmt::format("{:>{}}", row[c], width[c]);
+      const bool is_left = std::find(left.begin(), left.end(), c) != left.end();
+      line += is_left ? fmt::format("{:<{}}", row[c], width[c])
+                      : fmt::format("{:>{}}", row[c], width[c]);
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
   }
   return out;
 }
-
-}  // namespace
 
 std::string GroupThousands(uint64_t value) {
   std::string digits = std::to_string(value);
@@ -181,7 +183,7 @@ std::string FormatCorpusStats(const CorpusStats& stats) {
                      TokenTypesLabel(stats.token_types), stats.doc_lengths));
   std::string out = fmt::format("corpus {}\n", stats.root);
   out += "document lengths (min, mean, p50, p90, p99, max) in tokens\n\n";
-  out += Tabulate(rows);
+  out += Tabulate(rows, {0, 4});  // names and types left, numbers right
   out += fmt::format("\nfingerprint {}\n", stats.fingerprint);
   return out;
 }
