@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <cmath>
+#include <cstring>
 #include <numbers>
 #include <string>
 
@@ -22,12 +23,23 @@ uint64_t Mix(uint64_t z) {
 
 }  // namespace
 
+// Hashes purpose, then seed, a and b as 8 little-endian bytes each. The bytes are laid out on the
+// stack when they fit (the planner derives keys per document; a std::string would allocate).
 uint64_t DeriveKey(uint64_t seed, std::string_view purpose, uint64_t a, uint64_t b) {
-  std::string bytes(purpose);
-  for (uint64_t v : {seed, a, b}) {
-    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  char stack[128];
+  std::string heap;
+  const size_t size = purpose.size() + 3 * 8;
+  char* bytes = stack;
+  if (size > sizeof(stack)) {
+    heap.resize(size);
+    bytes = heap.data();
   }
-  return XXH3_64bits(bytes.data(), bytes.size());
+  if (!purpose.empty()) std::memcpy(bytes, purpose.data(), purpose.size());
+  char* at = bytes + purpose.size();
+  for (uint64_t v : {seed, a, b}) {
+    for (int i = 0; i < 8; ++i) *at++ = static_cast<char>((v >> (8 * i)) & 0xff);
+  }
+  return XXH3_64bits(bytes, size);
 }
 
 uint64_t CounterRng::Next() { return Mix(key_ + (++counter_) * kGolden); }

@@ -1,15 +1,31 @@
 #include "core/token_type.h"
 
+#include <cstring>
+
 #include "base/check.h"
 
 namespace stoker {
 
 namespace {
 
+// Blocks of 16 go through a local array: with nothing to prove about `src` and `out` aliasing,
+// GCC vectorizes the fixed-length inner loop at -O2 (the plain loop stays scalar, ~1 token per
+// cycle, and widening is on the loader's hot path).
 template <typename T>
 void Widen(const void* src, size_t count, int64_t* out) {
-  const T* in = static_cast<const T*>(src);
-  for (size_t i = 0; i < count; ++i) out[i] = static_cast<int64_t>(in[i]);
+  const auto* in = static_cast<const unsigned char*>(src);
+  constexpr size_t kBlock = 16;
+  size_t i = 0;
+  for (; i + kBlock <= count; i += kBlock) {
+    T block[kBlock];
+    std::memcpy(block, in + i * sizeof(T), sizeof(block));
+    for (size_t j = 0; j < kBlock; ++j) out[i + j] = static_cast<int64_t>(block[j]);
+  }
+  for (; i < count; ++i) {
+    T value;
+    std::memcpy(&value, in + i * sizeof(T), sizeof(T));
+    out[i] = static_cast<int64_t>(value);
+  }
 }
 
 constexpr struct {
