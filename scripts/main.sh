@@ -1,33 +1,69 @@
 #!/usr/bin/env bash
-# The main job: set up, build, then run stoker on its embedded default: a small synthetic corpus
-# of three datasets made under mpirun, described by `stoker inspect` and checked by `stoker
-# verify`; then the loader streams it on 2 ranks with checkpoints, and a resumed run goes on from
-# the last checkpoint on 3 ranks (the loader rescales its state).
+# The main job: set up, build, and train the example trainer on stoker's embedded default corpus,
+# through a preemption and a rescale:
+#   1. scripts/default-corpus.sh packs text every Debian system carries (license texts, the
+#      packages' copyright files, C headers) with the byte-level tokenizer: three datasets;
+#   2. jobs/mpirun/train.sh trains a tiny language model on 4 ranks, mixing the datasets by
+#      weight and saving a checkpoint every 50 steps;
+#   3. a preemption: SIGUSR1 once step 150 is saved; every rank stops at the same step and saves;
+#   4. jobs/mpirun/resume.sh goes on from that checkpoint on 2 ranks (the loader rescales) to
+#      step 300;
+#   5. a report: loss at the start and the end, tokens/s and data-wait share of each run, and
+#      `stoker audit` of both runs' piece traces (no document position delivered twice).
+# Environment: STOKER_DEMO_DIR (default out/demo), STOKER_DEMO_STEPS (300).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh
+STOKER_BUILD_TARGETS="stoker_cli stoker_train" scripts/build.sh
 source scripts/env.sh
 
-stoker=build/stoker
-corpus=${STOKER_DEMO_CORPUS:-out/demo-corpus}
-ranks=${STOKER_DEMO_RANKS:-2}
+out=${STOKER_DEMO_DIR:-out/demo}
+steps=${STOKER_DEMO_STEPS:-300}
+preempt_after=$((steps / 2))
+export CORPUS=$out/corpus CHECKPOINT_DIR=$out/checkpoints TRACE_DIR=$out/trace
+export WEIGHTS=copyright=0.5,headers=0.3,licenses=0.2 SAVE_EVERY=50
+rm -rf "$CHECKPOINT_DIR" "$TRACE_DIR"
 
-echo "== stoker synth: a 4M-token corpus of three datasets on $ranks ranks"
-mpirun -np "$ranks" "$stoker" synth "$corpus" --force --seed 1 --files 4 \
-  --dataset web:2M:1000 --dataset code:1M:3000 --dataset books:1M:20000
-echo "== stoker inspect $corpus"
-mpirun -np "$ranks" "$stoker" inspect "$corpus"
-echo "== stoker verify $corpus"
-mpirun -np "$ranks" "$stoker" verify "$corpus"
+echo "== 1. the default corpus: Debian's own text, byte-tokenized, in $CORPUS"
+scripts/default-corpus.sh "$CORPUS" 2
+build/stoker inspect "$CORPUS"
 
-checkpoints=${corpus%/*}/demo-checkpoints
-rm -rf "$checkpoints"
-echo "== stoker run: 40 steps on $ranks ranks, a checkpoint every 20"
-mpirun -np "$ranks" "$stoker" run --data "$corpus" --steps 40 --seq-len 2048 --batch-size 8 \
-  --weights web=0.5,code=0.3,books=0.2 --checkpoint-dir "$checkpoints" --save-every 20
-echo "== stoker run --resume: on to step 80 on 3 ranks"
-mpirun -np 3 "$stoker" run --data "$corpus" --steps 80 --seq-len 2048 --batch-size 8 \
-  --weights web=0.5,code=0.3,books=0.2 --checkpoint-dir "$checkpoints" --save-every 20 --resume
-echo "== stoker inspect $checkpoints/step-80"
-"$stoker" inspect "$checkpoints/step-80"
+echo "== 2. training on 4 ranks, a checkpoint every $SAVE_EVERY steps"
+NP=4 STEPS=$steps jobs/mpirun/train.sh > "$out/run-1.json" &
+job=$!
+until [ -f "$CHECKPOINT_DIR/step-$preempt_after/trainer.json" ] || ! kill -0 "$job" 2>/dev/null; do
+  sleep 0.2
+done
+echo "== 3. preemption: SIGUSR1 to the job after step $preempt_after was saved"
+kill -USR1 "$job" 2>/dev/null || true
+wait "$job"
+
+echo "== 4. resuming on 2 ranks from the newest checkpoint, on to step $steps"
+NP=2 STEPS=$steps jobs/mpirun/resume.sh > "$out/run-2.json"
+
+echo "== 5. stoker audit of both runs' piece traces"
+build/stoker audit "$TRACE_DIR" --data "$CORPUS" --json > "$out/audit.json" || true
+python3 - "$out/run-1.json" "$out/run-2.json" "$out/audit.json" <<'PY'
+import json, sys
+first, second = (json.loads(open(p).read().strip().splitlines()[-1]) for p in sys.argv[1:3])
+audit = json.load(open(sys.argv[3]))
+def run(d, n):
+    resumed = f", resumed from {d['resumed_from']} saved on {d['saved_world']} ranks" if d["resumed_from"] else ""
+    print(f"  run {n}: {d['ranks']} ranks, steps {d['start_step'] + 1}-{d['end_step']}{resumed}: "
+          f"{d['tokens_per_second'] / 1e3:.1f}k tokens/s, waiting for data {100 * d['data_wait_share']:.2f}% of the time")
+print("== report")
+print(f"  loss: {first['loss_start']:.3f} over the first 10 steps -> {second['loss_end']:.3f} over the last 10")
+run(first, 1)
+run(second, 2)
+tokens = sum(r["tokens"] for r in audit["runs"])
+steps = sum(r["valid_steps"] for r in audit["runs"])
+if not audit["clean"]:
+    print(f"  audit: {audit['problem_count']} problems:", *audit["problems"][:10], sep="\n    ")
+    sys.exit(1)
+print(f"  audit: {steps} steps of {len(audit['runs'])} runs, {tokens:,} tokens checked: no document "
+      f"position delivered twice, none skipped")
+for name, d in sorted(audit["datasets"].items()):
+    parts = [f"epoch {e['epoch']}: {e['documents']} documents started, {e['whole_documents']} whole"
+             for e in d["epochs"]]
+    print(f"    {name} ({d['nonempty_docs']} documents): " + "; ".join(parts))
+PY

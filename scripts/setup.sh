@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Installs what stoker needs from Debian 12's packages. Idempotent: when every package is already
 # installed it only checks, in well under a second. Needs root (or sudo) when something is missing.
+#   scripts/setup.sh           what stoker needs to build, run and test
+#   scripts/setup.sh --slurm   the same, plus Slurm (munge slurmctld slurmd slurm-client) for the
+#                              single-node Slurm test of the job scripts (tests/slurm), which
+#                              runs its own daemons from a temporary folder (not the system's)
 set -euo pipefail
 
 packages=(
@@ -11,7 +15,16 @@ packages=(
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libxxhash-dev
   libgtest-dev libbenchmark-dev
   python3
+  # libtorch links the reference BLAS by default; OpenBLAS takes its place (through Debian's
+  # alternatives) and makes the example trainer's steps about 12x faster.
+  libopenblas0-pthread
 )
+for arg in "$@"; do
+  case "$arg" in
+    --slurm) packages+=(munge slurmctld slurmd slurm-client) ;;
+    *) echo "setup: unknown argument $arg (usage: scripts/setup.sh [--slurm])" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

@@ -3,7 +3,7 @@
 # command-line tests. Extra arguments go to ctest (for example -R mpi.verify).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --slurm
 scripts/build.sh
 source scripts/env.sh
 ctest --test-dir "${STOKER_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" "$@"

@@ -35,21 +35,21 @@
 namespace stoker {
 
 struct LoaderConfig {
-  std::string data;                       // the corpus folder
-  std::map<std::string, double> weights;  // dataset -> relative weight; empty: by tokens.
-                                          // Datasets not named get weight 0 (not read).
-  uint64_t seq_len = 4096;                // tokens per row are seq_len + 1
-  uint64_t batch_size = 8;                // rows per batch, per rank
-  uint64_t seed = 0;                      // shapes the order; never taken from a clock
-  uint64_t logical_shards = 65536;        // units of the order that ranks own (>= ranks)
-  std::optional<int64_t> eos_id;          // default: the corpus's eos_id attribute, else 0
-  std::optional<int64_t> bos_id;          // default: no BOS
-  uint32_t prefetch = 4;                  // batches read ahead per rank (>= 1)
-  uint64_t offset_cache_bytes = 8u << 20; // document offsets cached per rank
-  uint32_t max_open_files = 128;          // shard files a rank keeps open
-  std::string resume_from;                // a checkpoint step folder (step-<N>) to go on from;
-                                          // empty: start at step 0. Weights may differ from
-                                          // the saved run's: the new ones rule from here on.
+  std::string data;                        // the corpus folder
+  std::map<std::string, double> weights;   // dataset -> relative weight; empty: by tokens.
+                                           // Datasets not named get weight 0 (not read).
+  uint64_t seq_len = 4096;                 // tokens per row are seq_len + 1
+  uint64_t batch_size = 8;                 // rows per batch, per rank
+  uint64_t seed = 0;                       // shapes the order; never taken from a clock
+  uint64_t logical_shards = 65536;         // units of the order that ranks own (>= ranks)
+  std::optional<int64_t> eos_id;           // default: the corpus's eos_id attribute, else 0
+  std::optional<int64_t> bos_id;           // default: no BOS
+  uint32_t prefetch = 4;                   // batches read ahead per rank (>= 1)
+  uint64_t offset_cache_bytes = 8u << 20;  // document offsets cached per rank
+  uint32_t max_open_files = 128;           // shard files a rank keeps open
+  std::string resume_from;                 // a checkpoint step folder (step-<N>) to go on from;
+                                           // empty: start at step 0. Weights may differ from
+                                           // the saved run's: the new ones rule from here on.
 
   // Every problem of the configuration that can be seen without the corpus, one line each.
   std::vector<std::string> Problems() const;
@@ -67,9 +67,9 @@ struct DocPiece {
 };
 
 struct Batch {
-  uint64_t step = 0;        // 1 for the first batch of a run that started from scratch
-  uint64_t rows = 0;        // batch_size
-  uint64_t row_tokens = 0;  // seq_len + 1
+  uint64_t step = 0;                     // 1 for the first batch of a run that started from scratch
+  uint64_t rows = 0;                     // batch_size
+  uint64_t row_tokens = 0;               // seq_len + 1
   std::vector<int64_t> tokens;           // rows * row_tokens token ids, row after row
   std::vector<uint64_t> dataset_tokens;  // per dataset (corpus order): tokens in this batch
   std::vector<DocPiece> pieces;          // what the rows are made of, row after row
@@ -100,8 +100,11 @@ class Loader {
 
   // Collective over `comm`: the newest complete step folder under `checkpoint_dir` (for
   // LoaderConfig::resume_from), or nullopt. Incomplete newer steps are logged and passed over.
-  static std::optional<std::string> FindResumeStep(MPI_Comm comm,
-                                                   const std::string& checkpoint_dir);
+  // A trainer that saves its own files into the step folder names them in `required_files`
+  // (relative to the step folder, e.g. "model.pt"): a step without one of them is incomplete.
+  static std::optional<std::string> FindResumeStep(
+      MPI_Comm comm, const std::string& checkpoint_dir,
+      const std::vector<std::string>& required_files = {});
 
   const CorpusTable& corpus() const;
   // Weights as used, normalized, per dataset in corpus order.

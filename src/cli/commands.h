@@ -25,5 +25,6 @@ Command SetupVerify(CLI::App& app);
 Command SetupInspect(CLI::App& app);
 Command SetupRun(CLI::App& app);
 Command SetupReshard(CLI::App& app);
+Command SetupAudit(CLI::App& app);
 
 }  // namespace stoker::cli

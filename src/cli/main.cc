@@ -5,7 +5,6 @@
 // rank exits 1 after finalizing MPI in order. Any other error is printed by the rank that saw it,
 // which then ends the job with MPI_Abort so that no other rank waits for it for ever.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <vector>
 
@@ -13,29 +12,6 @@
 #include "cli/commands.h"
 #include "mpi/comm.h"
 #include "stoker/error.h"
-
-namespace {
-
-int Run(stoker::cli::Runner& run, const stoker::mpi::Comm& world) {
-  try {
-    return run(world);
-  } catch (const stoker::Error& e) {
-    if (!e.collective()) {
-      spdlog::error("{}", e.what());
-      spdlog::default_logger()->flush();
-      stoker::mpi::Abort(1);
-    }
-    if (world.rank() == 0) spdlog::error("{}", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    spdlog::default_logger()->flush();
-    stoker::mpi::Abort(1);
-  }
-  return 1;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   stoker::mpi::Session session(&argc, &argv);
@@ -50,9 +26,9 @@ int main(int argc, char** argv) {
     app.add_flag("-v,--verbose", verbose, "Log debug messages");
     app.add_flag("-q,--quiet", quiet, "Log warnings and errors only");
     std::vector<stoker::cli::Command> commands = {
-        stoker::cli::SetupSynth(app), stoker::cli::SetupPack(app),
-        stoker::cli::SetupVerify(app), stoker::cli::SetupInspect(app),
-        stoker::cli::SetupRun(app), stoker::cli::SetupReshard(app)};
+        stoker::cli::SetupSynth(app),   stoker::cli::SetupPack(app), stoker::cli::SetupVerify(app),
+        stoker::cli::SetupInspect(app), stoker::cli::SetupRun(app),  stoker::cli::SetupReshard(app),
+        stoker::cli::SetupAudit(app)};
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -64,7 +40,8 @@ int main(int argc, char** argv) {
                                       : quiet ? spdlog::level::warn
                                               : spdlog::level::info);
     for (auto& command : commands) {
-      if (command.app->parsed()) exit_code = Run(command.run, world);
+      if (command.app->parsed())
+        exit_code = stoker::mpi::RunProgram(world, [&] { return command.run(world); });
     }
     std::fflush(stdout);
   }

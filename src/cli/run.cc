@@ -1,17 +1,18 @@
 // `stoker run --data CORPUS ...`: pulls batches from the Loader as a trainer would, until step N.
 // Rank 0 shows progress and ends with one JSON line on stdout. With --dump DIR every rank writes
 // each batch it delivers, before it takes the next, to DIR/rank-<r>.bin (raw little-endian int64
-// rows of seq_len + 1 tokens), for tests and for checking a run's order by hand.
+// rows of seq_len + 1 tokens), for tests and for checking a run's order by hand. With --trace DIR
+// every rank writes the pieces of each batch it delivers, before it takes the next, to
+// DIR/from-<S>/rank-<r>-of-<W>.trace (io/piece_trace.h), for `stoker audit`.
 #include <fcntl.h>
 #include <unistd.h>
-
-#include <nlohmann/json.hpp>
 
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -19,6 +20,7 @@
 #include "base/log.h"
 #include "cli/commands.h"
 #include "core/weights.h"
+#include "io/piece_trace.h"
 #include "stoker/loader.h"
 
 namespace stoker::cli {
@@ -32,6 +34,7 @@ struct RunOptions {
   std::optional<int64_t> bos_id;
   uint64_t steps = 100;
   std::string dump;
+  std::string trace;           // --trace
   std::string config_file;     // --config
   std::string checkpoint_dir;  // --checkpoint-dir
   uint64_t save_every = 0;     // --save-every (0: never)
@@ -125,13 +128,15 @@ int RunRun(const RunOptions& options, const mpi::Comm& world) {
   if (options.resume) {
     const auto step_dir = Loader::FindResumeStep(world.get(), options.checkpoint_dir);
     if (step_dir) config.resume_from = *step_dir;
-    if (!step_dir) spdlog::info("run: no checkpoint in {} yet: starting at step 0",
-                                options.checkpoint_dir);
+    if (!step_dir)
+      spdlog::info("run: no checkpoint in {} yet: starting at step 0", options.checkpoint_dir);
   }
   Loader loader(world.get(), config);
   const double startup = Since(start);
   std::optional<Dump> dump;
   if (!options.dump.empty()) dump.emplace(options.dump, world.rank());
+  std::optional<PieceTraceWriter> trace;
+  if (!options.trace.empty()) OpenPieceTrace(world, options.trace, loader.step(), &trace);
 
   const auto streaming = std::chrono::steady_clock::now();
   double waiting = 0, last_report = 0;
@@ -145,6 +150,7 @@ int RunRun(const RunOptions& options, const mpi::Comm& world) {
     ++batches;
     tokens += batch->tokens.size();
     if (dump) dump->Write(*batch);
+    if (trace) trace->Write(*batch);
     if (options.save_every > 0 && step % options.save_every == 0) {
       loader.Save(fmt::format("{}/{}", options.checkpoint_dir, "step-" + std::to_string(step)));
     }
@@ -159,14 +165,18 @@ int RunRun(const RunOptions& options, const mpi::Comm& world) {
   const uint64_t all_tokens = world.Sum(tokens);
   const double max_wait = static_cast<double>(world.Max(static_cast<uint64_t>(waiting * 1e6)));
   if (world.rank() == 0) {
-    nlohmann::json line = {{"ranks", world.size()}, {"steps", step}, {"batches", batches},
-                           {"tokens", all_tokens},
-                           {"seconds", seconds},
-                           {"tokens_per_second", seconds > 0 ? all_tokens / seconds : 0.0},
-                           {"tokens_per_second_per_rank",
-                            seconds > 0 ? all_tokens / seconds / world.size() : 0.0},
-                           {"startup_seconds", startup}, {"max_wait_seconds", max_wait / 1e6},
-                           {"seq_len", config.seq_len}, {"batch_size", config.batch_size}};
+    nlohmann::json line = {
+        {"ranks", world.size()},
+        {"steps", step},
+        {"batches", batches},
+        {"tokens", all_tokens},
+        {"seconds", seconds},
+        {"tokens_per_second", seconds > 0 ? all_tokens / seconds : 0.0},
+        {"tokens_per_second_per_rank", seconds > 0 ? all_tokens / seconds / world.size() : 0.0},
+        {"startup_seconds", startup},
+        {"max_wait_seconds", max_wait / 1e6},
+        {"seq_len", config.seq_len},
+        {"batch_size", config.batch_size}};
     std::puts(line.dump().c_str());
   }
   return 0;
@@ -207,21 +217,27 @@ Command SetupRun(CLI::App& app) {
                   "eos_id attribute, else 0)");
   sub->add_option("--bos-id", options->bos_id,
                   "Beginning-of-document token put before every document (default: none)");
-  sub->add_option("--prefetch", c.prefetch, "Batches each rank reads ahead")
-      ->capture_default_str();
+  sub->add_option("--prefetch", c.prefetch, "Batches each rank reads ahead")->capture_default_str();
   sub->add_option("--dump", options->dump,
                   "Write every delivered batch to DIR/rank-<r>.bin (raw little-endian int64 rows "
                   "of seq-len + 1 tokens), each before the next batch is taken");
+  sub->add_option("--trace", options->trace,
+                  "Write what every rank delivers, for `stoker audit DIR`: per batch, before the "
+                  "next is taken, one record per document piece (step, dataset, document, epoch, "
+                  "first framed position, count) to DIR/from-<S>/rank-<r>-of-<W>.trace, S being "
+                  "the step the run starts from (0, or the resumed step). Traces of runs from "
+                  "step S or later are removed first: they are replayed");
   sub->add_option("--checkpoint-dir", options->checkpoint_dir,
                   "Folder of checkpoints: --save-every writes DIR/step-<N>/loader/, one file per "
                   "rank; --resume goes on from the newest complete step");
   sub->add_option("--save-every", options->save_every,
                   "Save the loader's state every K global steps (0: never)")
       ->capture_default_str();
-  sub->add_flag("--resume", options->resume,
-                "Go on from the newest complete step under --checkpoint-dir, on any number of "
-                "ranks (no step folder yet: start at step 0; step folders none of which is complete: "
-                "refused); --steps N still stops after global step N");
+  sub->add_flag(
+      "--resume", options->resume,
+      "Go on from the newest complete step under --checkpoint-dir, on any number of "
+      "ranks (no step folder yet: start at step 0; step folders none of which is complete: "
+      "refused); --steps N still stops after global step N");
   return {sub, [options, sub](const mpi::Comm& world) {
             if (!options->config_file.empty()) {
               mpi::FailTogether(world, [&] { ApplyConfigFile(sub, options->config_file); });

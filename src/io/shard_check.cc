@@ -18,7 +18,7 @@
 #include <string_view>
 
 #include "base/check.h"
-#include "base/unique_handle.h"
+#include "base/unique_fd.h"
 #include "core/token_type.h"
 #include "h5/h5.h"
 #include "io/discovery.h"
@@ -31,13 +31,7 @@ constexpr int64_t kFormatVersion = 1;
 // The 8 bytes that open every HDF5 superblock.
 constexpr char kHdf5Signature[8] = {'\211', 'H', 'D', 'F', '\r', '\n', '\032', '\n'};
 
-struct FdTraits {
-  using Handle = int;
-  static int Null() { return -1; }
-  static bool Skip(int) { return false; }
-  static void Close(int fd) { ::close(fd); }
-};
-using Fd = UniqueHandle<FdTraits>;
+using Fd = UniqueFd;
 
 // Reads up to `bytes` at byte `offset` into `out` and returns how many it read: fewer only where
 // the file ends. Throws IoError when the read fails.

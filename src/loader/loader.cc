@@ -186,9 +186,10 @@ void Loader::Save(const std::string& step_dir) { impl_->Save(step_dir); }
 void Loader::WaitForSave() { impl_->WaitForSave(); }
 uint64_t Loader::step() const { return impl_->delivered().step; }
 
-std::optional<std::string> Loader::FindResumeStep(MPI_Comm comm,
-                                                  const std::string& checkpoint_dir) {
-  return FindNewestCompleteStep(mpi::Comm(comm), checkpoint_dir);
+std::optional<std::string> Loader::FindResumeStep(
+    MPI_Comm comm, const std::string& checkpoint_dir,
+    const std::vector<std::string>& required_files) {
+  return FindNewestCompleteStep(mpi::Comm(comm), checkpoint_dir, required_files);
 }
 const CorpusTable& Loader::corpus() const { return impl_->setup().table; }
 const std::vector<double>& Loader::weights() const { return impl_->setup().weights; }

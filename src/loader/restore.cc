@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+
 #include "base/bytes.h"
 #include "base/check.h"
 #include "core/partition.h"
@@ -11,11 +13,20 @@
 namespace stoker {
 
 std::optional<std::string> FindNewestCompleteStep(const mpi::Comm& comm,
-                                                  const std::string& checkpoint_dir) {
+                                                  const std::string& checkpoint_dir,
+                                                  const std::vector<std::string>& required_files) {
   std::string chosen;
   mpi::FailTogether(comm, [&] {
     if (comm.rank() != 0) return;
-    const std::vector<StepFolder> steps = ListStepFolders(checkpoint_dir);
+    std::vector<StepFolder> steps = ListStepFolders(checkpoint_dir);
+    for (StepFolder& step : steps) {
+      for (const std::string& name : required_files) {
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(step.path + "/" + name, ec)) {
+          step.problems.push_back(name + " is missing");
+        }
+      }
+    }
     for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
       if (it->complete()) {
         chosen = it->path;
@@ -65,8 +76,8 @@ Saved SavedWorldAndWeights(const mpi::Comm& comm, const std::string& step_dir,
     const StepFolder folder = DescribeStepFolder(step_dir);
     STOKER_CHECK(folder.complete(), ConfigError, "checkpoint {} is incomplete: {}", step_dir,
                  fmt::join(folder.problems, "; "));
-    const RankCheckpoint first = ReadChecked(CheckpointPath(step_dir, 0, *folder.world), now,
-                                             *folder.world, std::nullopt);
+    const RankCheckpoint first =
+        ReadChecked(CheckpointPath(step_dir, 0, *folder.world), now, *folder.world, std::nullopt);
     out.Put<uint64_t>(*folder.world);
     out.Put<uint64_t>(first.state.step);
     out.Put<uint64_t>(first.weights.size());
@@ -155,7 +166,8 @@ void CheckStateFits(const RankState& state, const PlannerConfig& planner,
       const uint64_t slice = SplitRange(planner.datasets[d].docs, planner.logical_shards, j).size();
       const ShardCursor& c = state.cursor(j, d);
       active += slice > 0;
-      if ((slice > 0 && c.position >= slice) || (slice == 0 && (c.position != 0 || c.offset != 0))) {
+      if ((slice > 0 && c.position >= slice) ||
+          (slice == 0 && (c.position != 0 || c.offset != 0))) {
         bad(fmt::format("logical shard {} of dataset {} stands at position {} of {}", j,
                         planner.datasets[d].name, c.position, slice));
       }

@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/checkpoint_codec.h"
 #include "core/loader_state.h"
@@ -21,8 +22,11 @@ namespace stoker {
 // The newest complete step folder under `checkpoint_dir`, or nullopt when it has no step folder
 // at all. Newer incomplete steps (a job killed while saving) are logged and passed over; step
 // folders of which none is complete are refused (ConfigError) rather than silently restarted.
-std::optional<std::string> FindNewestCompleteStep(const mpi::Comm& comm,
-                                                  const std::string& checkpoint_dir);
+// A step also counts as incomplete when one of `required_files` (a trainer's own files, relative
+// to the step folder) is missing.
+std::optional<std::string> FindNewestCompleteStep(
+    const mpi::Comm& comm, const std::string& checkpoint_dir,
+    const std::vector<std::string>& required_files = {});
 
 struct RestoredState {
   RankState state;

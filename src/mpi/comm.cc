@@ -7,6 +7,7 @@
 
 #include "base/bytes.h"
 #include "base/check.h"
+#include "base/log.h"
 
 namespace stoker::mpi {
 
@@ -104,8 +105,7 @@ std::vector<std::string> Comm::AllToAll(const std::vector<std::string>& to_each)
                 to_each.size(), size_);
   std::vector<uint64_t> send_sizes(size_), recv_sizes(size_);
   for (int r = 0; r < size_; ++r) send_sizes[r] = to_each[r].size();
-  Check(MPI_Alltoall(send_sizes.data(), 1, MPI_UINT64_T, recv_sizes.data(), 1, MPI_UINT64_T,
-                     get()),
+  Check(MPI_Alltoall(send_sizes.data(), 1, MPI_UINT64_T, recv_sizes.data(), 1, MPI_UINT64_T, get()),
         "MPI_Alltoall");
   std::vector<int> send_counts(size_), send_displs(size_), recv_counts(size_), recv_displs(size_);
   std::string sent, received;
@@ -136,6 +136,12 @@ void Comm::SumInPlace(std::span<uint64_t> values) const {
 
 void Comm::SumInPlace(std::span<double> values) const {
   Check(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE,
+                      MPI_SUM, get()),
+        "MPI_Allreduce");
+}
+
+void Comm::SumInPlace(std::span<float> values) const {
+  Check(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_FLOAT,
                       MPI_SUM, get()),
         "MPI_Allreduce");
 }
@@ -236,6 +242,24 @@ void FailTogether(const Comm& comm, const std::function<void()>& local) {
     error = std::current_exception();
   }
   RaiseTogether(comm, error);
+}
+
+int RunProgram(const Comm& world, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    if (!e.collective()) {
+      spdlog::error("{}", e.what());
+      spdlog::default_logger()->flush();
+      Abort(1);
+    }
+    if (world.rank() == 0) spdlog::error("{}", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    spdlog::default_logger()->flush();
+    Abort(1);
+  }
 }
 
 }  // namespace stoker::mpi

@@ -72,6 +72,7 @@ class Comm {
   std::vector<std::string> AllToAll(const std::vector<std::string>& to_each) const;
   void SumInPlace(std::span<uint64_t> values) const;
   void SumInPlace(std::span<double> values) const;
+  void SumInPlace(std::span<float> values) const;
   uint64_t Sum(uint64_t value) const;
   uint64_t Max(uint64_t value) const;
 
@@ -89,5 +90,11 @@ void FailTogether(const Comm& comm, const std::function<void()>& local);
 
 // Collective. Rethrows `error` (if any) on every rank as described for FailTogether.
 void RaiseTogether(const Comm& comm, std::exception_ptr error);
+
+// For a program's main(): runs `body` and returns its exit code. An error that every rank raised
+// together (collective) is logged once, by rank 0, and every rank returns 1; any other error is
+// logged by the rank that saw it, which then ends the job with MPI_Abort so that no other rank
+// waits for it for ever.
+int RunProgram(const Comm& world, const std::function<int()>& body);
 
 }  // namespace stoker::mpi

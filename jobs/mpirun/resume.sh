@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# stoker: go on with a training run from its newest complete checkpoint, on NP ranks under plain
+# mpirun -- any number, not necessarily the one that saved it. The settings and defaults of
+# jobs/mpirun/train.sh (see jobs/common.sh), from the environment:
+#
+#   NP=3 STEPS=600 CHECKPOINT_DIR=out/checkpoints jobs/mpirun/resume.sh
+#
+# Refuses (exit 2, before starting mpirun) when CHECKPOINT_DIR holds no complete step folder
+# (loader/rank-R-of-W.ckpt for every rank R < W, model.pt, optimizer.pt, trainer.json). On
+# another rank count the loader rescales its saved state at start-up, with no token lost or
+# repeated; the log says "resumed from DIR/step-N (saved on W ranks, now W')". STEPS is the
+# global step to reach: raise it to go further. Signals and output as in train.sh.
+set -uo pipefail
+STOKER_HOME=${STOKER_HOME:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+export STOKER_HOME
+# shellcheck source=/dev/null
+[ ! -f "$STOKER_HOME/scripts/env.sh" ] || source "$STOKER_HOME/scripts/env.sh"
+source "$STOKER_HOME/jobs/common.sh"
+stoker_mpirun_train resume

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# stoker: a data-parallel training run under plain mpirun, for a machine without Slurm. The same
+# settings and defaults as jobs/slurm/train.sbatch (see jobs/common.sh), from the environment:
+#
+#   NP=4 STEPS=300 CORPUS=out/corpus CHECKPOINT_DIR=out/checkpoints jobs/mpirun/train.sh
+#
+# NP ranks (default 2) run $STOKER_TRAIN with --resume: with no checkpoint in CHECKPOINT_DIR yet
+# it starts at step 0, otherwise it goes on from the newest complete step folder (run it again
+# after an interruption). It saves step-<N>/ every SAVE_EVERY steps. SIGUSR1, SIGTERM or Ctrl-C
+# to this script make every rank stop at the same next step, save it and exit 0 (a second
+# Ctrl-C or SIGTERM stops mpirun at once, without a save).
+#
+# Sources scripts/env.sh when it is there (mpirun as root, --oversubscribe, shared-memory
+# transport: settings for one machine). Prints what it runs on stderr, the trainer's one JSON
+# result line on stdout. Exit code: mpirun's; 2 when a setting is wrong.
+set -uo pipefail
+STOKER_HOME=${STOKER_HOME:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+export STOKER_HOME
+# shellcheck source=/dev/null
+[ ! -f "$STOKER_HOME/scripts/env.sh" ] || source "$STOKER_HOME/scripts/env.sh"
+source "$STOKER_HOME/jobs/common.sh"
+stoker_mpirun_train train

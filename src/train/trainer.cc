@@ -1,0 +1,303 @@
+#include "train/trainer.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <deque>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <optional>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "core/weights.h"
+#include "io/checkpoint_store.h"
+#include "io/piece_trace.h"
+#include "stoker/torch.h"
+#include "train/model.h"
+#include "train/trainer_checkpoint.h"
+
+namespace stoker::train {
+
+namespace {
+
+// The signal that asked the trainer to stop (0: none). Set by the handler on any thread.
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void OnStopSignal(int signal) { g_stop_signal = signal; }
+
+double Since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The largest vocab_size attribute of the corpus's shards, or 0 when none has one.
+int64_t CorpusVocab(const CorpusTable& table) {
+  int64_t vocab = 0;
+  for (const ShardInfo& shard : table.shards) vocab = std::max(vocab, shard.vocab_size.value_or(0));
+  return vocab;
+}
+
+double Mean(const std::deque<double>& values) {
+  return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+}
+
+class Trainer {
+ public:
+  Trainer(const TrainOptions& options, const mpi::Comm& world);
+  int Run();
+
+ private:
+  static LoaderConfig ResumeConfig(const TrainOptions& options, const mpi::Comm& world);
+  ModelShape Shape() const;
+  void Start();
+  // One step: the next batch, forward, backward, averaged gradients, update. Returns whether
+  // the ranks agreed to stop (a signal reached one of them).
+  bool Step();
+  // Sums every gradient, the loss and the stop votes over the ranks; returns the mean loss.
+  float AverageGradients(float loss, bool* stop);
+  void Save();
+  void LogProgress();
+  void Report();
+
+  const TrainOptions& options_;
+  const mpi::Comm& world_;
+  LoaderConfig config_;
+  Loader loader_;
+  TinyLm model_;
+  torch::optim::AdamW optimizer_;
+  std::optional<PieceTraceWriter> trace_;
+  std::optional<TrainerMeta> resumed_;
+  uint64_t start_step_ = 0, saved_step_ = 0, tokens_trained_ = 0;
+  uint64_t saved_world_ = 0;  // the world size of the step resumed from (rank 0 only)
+  bool stopped_early_ = false;
+  // Figures of this run: all of the loop, time in Next(), the first and last losses.
+  std::chrono::steady_clock::time_point started_;
+  double waiting_ = 0, last_log_time_ = 0, last_log_wait_ = 0;
+  uint64_t steps_run_ = 0, last_log_steps_ = 0;
+  std::deque<double> first_losses_, last_losses_;
+};
+
+LoaderConfig Trainer::ResumeConfig(const TrainOptions& options, const mpi::Comm& world) {
+  LoaderConfig config = options.loader;
+  mpi::FailTogether(world, [&] {
+    config.weights = ParseWeights(options.weights);
+    STOKER_CHECK(!options.checkpoint_dir.empty() || !options.resume, ConfigError,
+                 "--resume needs --checkpoint-dir");
+  });
+  if (options.resume) {
+    const auto step_dir =
+        Loader::FindResumeStep(world.get(), options.checkpoint_dir, kTrainerFiles);
+    if (step_dir) config.resume_from = *step_dir;
+    if (!step_dir)
+      spdlog::info("train: no checkpoint in {} yet: starting at step 0", options.checkpoint_dir);
+  }
+  return config;
+}
+
+Trainer::Trainer(const TrainOptions& options, const mpi::Comm& world)
+    : options_(options),
+      world_(world),
+      config_(ResumeConfig(options, world)),
+      loader_(world.get(), config_),
+      model_(Shape()),
+      optimizer_(model_->parameters(), torch::optim::AdamWOptions(options.lr)) {}
+
+ModelShape Trainer::Shape() const {
+  ModelShape shape{options_.vocab, options_.dim, options_.layers, options_.heads,
+                   static_cast<int64_t>(config_.seq_len)};
+  if (shape.vocab == 0) shape.vocab = CorpusVocab(loader_.corpus());
+  mpi::FailTogether(world_, [&] {
+    STOKER_CHECK(shape.vocab > 0, ConfigError,
+                 "{} gives no vocab_size attribute (stoker pack and synth write one): pass --vocab",
+                 config_.data);
+    const std::vector<std::string> problems = ShapeProblems(shape);
+    if (!problems.empty()) ThrowConfigProblems("stoker-train: the model cannot be built", problems);
+  });
+  torch::manual_seed(config_.seed);
+  return shape;
+}
+
+void Trainer::Start() {
+  start_step_ = saved_step_ = loader_.step();
+  if (!config_.resume_from.empty()) {
+    resumed_ = LoadTrainerFiles(world_, config_.resume_from, model_->shape(), model_, optimizer_);
+    mpi::FailTogether(world_, [&] {
+      STOKER_CHECK(resumed_->step == start_step_, DataError,
+                   "{}: trainer.json is of step {} but the loader state of step {}",
+                   config_.resume_from, resumed_->step, start_step_);
+    });
+    tokens_trained_ = resumed_->tokens_trained;
+    // The loader's files tell the world size to resume from (a resharded step folder keeps the
+    // trainer.json of the run that saved the model). Only rank 0 logs and reports it.
+    if (world_.rank() == 0) {
+      saved_world_ = DescribeStepFolder(config_.resume_from).world.value_or(resumed_->world);
+    }
+    spdlog::info("train: resumed from {} (saved on {} ranks, now {})", config_.resume_from,
+                 saved_world_, world_.size());
+  } else {
+    // The same seed gives every rank the same model; rank 0's copy is made law all the same.
+    std::string bytes;
+    if (world_.rank() == 0) bytes = ModelChecksum(model_);
+    world_.Broadcast(&bytes, 0);
+    STOKER_CHECK(bytes == ModelChecksum(model_), Error,
+                 "rank {} built another initial model than rank 0 from the same seed",
+                 world_.rank());
+  }
+  if (!options_.trace_dir.empty()) OpenPieceTrace(world_, options_.trace_dir, start_step_, &trace_);
+}
+
+float Trainer::AverageGradients(float loss, bool* stop) {
+  std::vector<torch::Tensor> parts;
+  for (const torch::Tensor& p : model_->parameters()) parts.push_back(p.grad().reshape({-1}));
+  parts.push_back(torch::tensor({loss, *stop ? 1.0f : 0.0f}));
+  torch::Tensor flat = torch::cat(parts);
+  world_.SumInPlace(std::span<float>(flat.data_ptr<float>(), flat.numel()));
+  flat.div_(static_cast<float>(world_.size()));
+  int64_t at = 0;
+  for (const torch::Tensor& p : model_->parameters()) {
+    p.grad().copy_(flat.narrow(0, at, p.numel()).view_as(p));
+    at += p.numel();
+  }
+  *stop = flat[at + 1].item<float>() > 0;
+  return flat[at].item<float>();
+}
+
+bool Trainer::Step() {
+  const auto asked = std::chrono::steady_clock::now();
+  std::optional<Batch> next = loader_.Next();
+  waiting_ += Since(asked);
+  STOKER_ASSERT(next.has_value(), "the loader's stream ended");
+  if (trace_) trace_->Write(*next);
+  const TensorBatch batch = ToTensors(std::move(*next));
+  const int64_t top = batch.tokens.max().item<int64_t>();
+  STOKER_CHECK(top < model_->shape().vocab, DataError,
+               "step {}: token id {} is outside the model's vocabulary of {} (--vocab)", batch.step,
+               top, model_->shape().vocab);
+
+  const double lr = options_.lr * std::min(1.0, static_cast<double>(batch.step) /
+                                                    std::max<uint64_t>(options_.warmup, 1));
+  for (auto& group : optimizer_.param_groups()) {
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  }
+  optimizer_.zero_grad();
+  torch::Tensor loss = model_->Loss(batch.inputs(), batch.labels());
+  loss.backward();
+  bool stop = g_stop_signal != 0;
+  const double mean_loss = AverageGradients(loss.item<float>(), &stop);
+  if (options_.clip > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), options_.clip);
+  optimizer_.step();
+
+  tokens_trained_ += batch.inputs().numel() * static_cast<uint64_t>(world_.size());
+  ++steps_run_;
+  if (first_losses_.size() < 10) first_losses_.push_back(mean_loss);
+  last_losses_.push_back(mean_loss);
+  if (last_losses_.size() > 10) last_losses_.pop_front();
+  return stop;
+}
+
+void Trainer::Save() {
+  const uint64_t step = loader_.step();
+  if (options_.checkpoint_dir.empty() || step == saved_step_) return;
+  const std::string step_dir = fmt::format("{}/step-{}", options_.checkpoint_dir, step);
+  // Rank 0 writes the model's files before any rank's loader file can complete the step.
+  mpi::FailTogether(world_, [&] {
+    if (world_.rank() != 0) return;
+    SaveTrainerFiles(step_dir, model_, optimizer_,
+                     {step, static_cast<uint64_t>(world_.size()), model_->shape(), config_.seed,
+                      options_.lr, tokens_trained_, ModelChecksum(model_)});
+  });
+  loader_.Save(step_dir);
+  saved_step_ = step;
+}
+
+void Trainer::LogProgress() {
+  const double now = Since(started_);
+  const double interval = now - last_log_time_;
+  const uint64_t steps = steps_run_ - last_log_steps_;
+  const double tokens =
+      static_cast<double>(steps) * config_.batch_size * config_.seq_len * world_.size();
+  spdlog::info("train: step {}/{} loss {:.3f} | {:.1f}k tokens/s | data wait {:.1f}%",
+               loader_.step(), options_.steps, last_losses_.back(),
+               interval > 0 ? tokens / interval / 1e3 : 0.0,
+               interval > 0 ? 100 * (waiting_ - last_log_wait_) / interval : 0.0);
+  last_log_time_ = now;
+  last_log_wait_ = waiting_;
+  last_log_steps_ = steps_run_;
+}
+
+void Trainer::Report() {
+  const double seconds = Since(started_);
+  std::vector<double> times = {seconds, waiting_};
+  world_.SumInPlace(std::span<double>(times));
+  // Data parallel: every replica must have taken the same updates.
+  const std::vector<std::string> checksums = world_.AllGather(ModelChecksum(model_));
+  for (size_t r = 1; r < checksums.size(); ++r) {
+    STOKER_CHECK(checksums[r] == checksums[0], Error,
+                 "the model of rank {} ({}) differs from rank 0's ({})", r, checksums[r],
+                 checksums[0]);
+  }
+  if (world_.rank() != 0) return;
+  const uint64_t tokens =
+      steps_run_ * config_.batch_size * config_.seq_len * static_cast<uint64_t>(world_.size());
+  nlohmann::json line = {
+      {"ranks", world_.size()},
+      {"start_step", start_step_},
+      {"end_step", loader_.step()},
+      {"stopped_early", stopped_early_},
+      {"resumed_from", resumed_ ? nlohmann::json(config_.resume_from) : nlohmann::json()},
+      {"saved_world", resumed_ ? nlohmann::json(saved_world_) : nlohmann::json()},
+      {"loss_start",
+       first_losses_.empty() ? nlohmann::json() : nlohmann::json(Mean(first_losses_))},
+      {"loss_end", last_losses_.empty() ? nlohmann::json() : nlohmann::json(Mean(last_losses_))},
+      {"tokens", tokens},
+      {"tokens_trained", tokens_trained_},
+      {"seconds", seconds},
+      {"tokens_per_second", seconds > 0 ? tokens / seconds : 0.0},
+      {"data_wait_share", times[0] > 0 ? times[1] / times[0] : 0.0},
+      {"model_checksum", checksums[0]}};
+  std::puts(line.dump().c_str());
+  std::fflush(stdout);
+}
+
+int Trainer::Run() {
+  Start();
+  started_ = std::chrono::steady_clock::now();
+  while (loader_.step() < options_.steps) {
+    const bool stop = Step();
+    const uint64_t step = loader_.step();
+    if (options_.log_every > 0 && (step % options_.log_every == 0 || stop)) LogProgress();
+    if (options_.save_every > 0 && step % options_.save_every == 0) Save();
+    if (stop) {
+      stopped_early_ = true;
+      Save();
+      spdlog::info("train: stopping at step {} on signal{}", step,
+                   options_.checkpoint_dir.empty()
+                       ? " (no --checkpoint-dir: nothing saved)"
+                       : fmt::format("; saved {}/step-{}", options_.checkpoint_dir, step));
+      break;
+    }
+  }
+  Save();  // the end of the run is a checkpoint too, so that a later run can go on from it
+  loader_.WaitForSave();
+  Report();
+  return 0;
+}
+
+}  // namespace
+
+void InstallStopHandlers() {
+  struct sigaction action = {};
+  action.sa_handler = OnStopSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGUSR1, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+int RunTraining(const TrainOptions& options, const mpi::Comm& world) {
+  Trainer trainer(options, world);
+  return trainer.Run();
+}
+
+}  // namespace stoker::train

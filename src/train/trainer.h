@@ -1,0 +1,48 @@
+// stoker-train: an example data-parallel trainer on stoker's Loader. Every rank holds the same
+// tiny causal language model (train/model.h), trains it on its own batches and averages the
+// gradients with one MPI all-reduce per step, so the replicas stay equal. It saves model,
+// optimizer and loader state into one step folder every K steps, resumes from the newest
+// complete one on any number of ranks, and stops cleanly on SIGUSR1 or SIGTERM (a preemption
+// warning): all ranks stop at the same step, save it and exit 0.
+//
+// RunTraining is collective over `world`; errors are thrown on every rank together where the
+// ranks can agree on them (configuration, checkpoints), otherwise on the rank that saw them.
+// This header does not need libtorch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "mpi/comm.h"
+#include "stoker/loader.h"
+
+namespace stoker::train {
+
+struct TrainOptions {
+  LoaderConfig loader;         // --data, --seq-len, --batch-size, --seed, ...
+  std::string weights;         // NAME=W,... (parsed at run time)
+  uint64_t steps = 300;        // stop after this global step
+  int64_t vocab = 0;           // 0: the corpus's vocab_size attribute
+  int64_t dim = 128;           // model width
+  int64_t layers = 2;          // transformer blocks
+  int64_t heads = 4;           // attention heads
+  double lr = 3e-3;            // AdamW's peak learning rate
+  uint64_t warmup = 20;        // steps of linear warm-up to lr
+  double clip = 1.0;           // gradient norm clipping (0: none)
+  std::string checkpoint_dir;  // step folders go here
+  uint64_t save_every = 50;    // save every K global steps (0: only when stopped by a signal)
+  bool resume = false;         // go on from the newest complete step, if any
+  std::string trace_dir;       // piece traces for `stoker audit` (empty: none)
+  uint64_t log_every = 10;     // log a line every K steps on rank 0
+};
+
+// Makes SIGUSR1 and SIGTERM ask RunTraining to stop at the next step (on every rank together)
+// instead of ending the process. Call first thing in main(): a signal that arrives while the
+// ranks are still starting up then stops the run after its first step, with a checkpoint.
+void InstallStopHandlers();
+
+// Trains until options.steps or a stop signal; rank 0 prints one JSON line of figures on stdout.
+// Returns the process exit code.
+int RunTraining(const TrainOptions& options, const mpi::Comm& world);
+
+}  // namespace stoker::train

@@ -1,0 +1,132 @@
+#include "train/trainer_checkpoint.h"
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "base/check.h"
+#include "core/fingerprint.h"
+#include "io/files.h"
+
+namespace stoker::train {
+
+namespace {
+
+constexpr int kTrainerFormat = 1;
+
+nlohmann::json ShapeJson(const ModelShape& s) {
+  return {{"vocab", s.vocab},
+          {"dim", s.dim},
+          {"layers", s.layers},
+          {"heads", s.heads},
+          {"context", s.context}};
+}
+
+ModelShape ShapeFrom(const nlohmann::json& j) {
+  return {j.at("vocab").get<int64_t>(), j.at("dim").get<int64_t>(), j.at("layers").get<int64_t>(),
+          j.at("heads").get<int64_t>(), j.at("context").get<int64_t>()};
+}
+
+template <typename Saveable>
+std::string ArchiveBytes(const Saveable& saveable) {
+  torch::serialize::OutputArchive archive;
+  saveable.save(archive);
+  std::ostringstream out;
+  archive.save_to(out);
+  return std::move(out).str();
+}
+
+template <typename Loadable>
+void LoadArchive(const std::string& bytes, const std::string& path, Loadable& loadable) {
+  try {
+    std::istringstream in(bytes);
+    torch::serialize::InputArchive archive;
+    archive.load_from(in);
+    loadable.load(archive);
+  } catch (const c10::Error& e) {
+    throw DataError(fmt::format("{} cannot be loaded: {}", path, e.what_without_backtrace()));
+  }
+}
+
+void CheckShape(const ModelShape& saved, const ModelShape& now, const std::string& path) {
+  std::vector<std::string> differences;
+  const nlohmann::json a = ShapeJson(saved), b = ShapeJson(now);
+  for (const auto& [key, value] : a.items()) {
+    if (value != b.at(key)) {
+      differences.push_back(
+          fmt::format("{}: saved {}, now {}", key, value.dump(), b.at(key).dump()));
+    }
+  }
+  if (differences.empty()) return;
+  throw ConfigError(fmt::format("{} holds a model of another shape:\n  {}", path,
+                                fmt::join(differences, "\n  ")));
+}
+
+TrainerMeta ParseMeta(const std::string& bytes, const std::string& path) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(bytes);
+    STOKER_CHECK(j.at("format_version").get<int>() == kTrainerFormat, DataError,
+                 "{}: format_version {} is not {}", path, j.at("format_version").dump(),
+                 kTrainerFormat);
+    return {j.at("step").get<uint64_t>(),
+            j.at("world").get<uint64_t>(),
+            ShapeFrom(j.at("model")),
+            j.at("seed").get<uint64_t>(),
+            j.at("lr").get<double>(),
+            j.at("tokens_trained").get<uint64_t>(),
+            j.at("model_checksum").get<std::string>()};
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(fmt::format("{} is not a trainer description: {}", path, e.what()));
+  }
+}
+
+}  // namespace
+
+std::string ModelChecksum(TinyLm& model) {
+  Fingerprinter hash;
+  for (const torch::Tensor& p : model->parameters()) {
+    const torch::Tensor c = p.detach().contiguous();
+    hash.Add(std::string_view(static_cast<const char*>(c.data_ptr()), c.nbytes()));
+  }
+  return hash.Hex();
+}
+
+void SaveTrainerFiles(const std::string& step_dir, TinyLm& model,
+                      torch::optim::Optimizer& optimizer, const TrainerMeta& meta) {
+  const nlohmann::json j = {{"format_version", kTrainerFormat},
+                            {"step", meta.step},
+                            {"world", meta.world},
+                            {"model", ShapeJson(meta.shape)},
+                            {"seed", meta.seed},
+                            {"lr", meta.lr},
+                            {"tokens_trained", meta.tokens_trained},
+                            {"model_checksum", meta.model_checksum}};
+  WriteFileAtomically(step_dir + "/model.pt", ArchiveBytes(*model));
+  WriteFileAtomically(step_dir + "/optimizer.pt", ArchiveBytes(optimizer));
+  WriteFileAtomically(step_dir + "/trainer.json", j.dump(2) + "\n");
+}
+
+TrainerMeta LoadTrainerFiles(const mpi::Comm& comm, const std::string& step_dir,
+                             const ModelShape& shape, TinyLm& model,
+                             torch::optim::Optimizer& optimizer) {
+  std::vector<std::string> files(kTrainerFiles.size());
+  mpi::FailTogether(comm, [&] {
+    if (comm.rank() != 0) return;
+    for (size_t i = 0; i < files.size(); ++i)
+      files[i] = ReadFile(step_dir + "/" + kTrainerFiles[i]);
+  });
+  for (std::string& bytes : files) comm.Broadcast(&bytes, 0);
+  TrainerMeta meta;
+  mpi::FailTogether(comm, [&] {
+    meta = ParseMeta(files[2], step_dir + "/trainer.json");
+    CheckShape(meta.shape, shape, step_dir + "/trainer.json");
+    LoadArchive(files[0], step_dir + "/model.pt", *model);
+    LoadArchive(files[1], step_dir + "/optimizer.pt", optimizer);
+    const std::string checksum = ModelChecksum(model);
+    STOKER_CHECK(checksum == meta.model_checksum, DataError,
+                 "{}/model.pt does not match trainer.json (model checksum {}, recorded {})",
+                 step_dir, checksum, meta.model_checksum);
+  });
+  return meta;
+}
+
+}  // namespace stoker::train

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The example trainer end to end on the default corpus (scripts/default-corpus.sh, capped to 150
+# files per dataset):
+#   - 4 ranks train with checkpoints until a preemption signal (SIGUSR1 to mpirun once step 80 is
+#     saved): every rank stops at the same step, saves it, and exits 0;
+#   - a resumed run on 2 ranks goes on from exactly that step (the loader rescales 4 -> 2) for 60
+#     more steps; the loss fell from about log(258) by more than 1.5 nats;
+#   - `stoker audit` of the two runs' piece traces: every step of both runs is there, no framed
+#     position of any document was delivered twice, all within epoch 0 of every dataset;
+#   - a resume on the same rank count is bit-exact: 10 steps + resume to 20 give the model of an
+#     uninterrupted 20-step run (model, optimizer and loader state all restored);
+#   - a step folder without model.pt is passed over; a model of another shape is refused.
+# Environment: STOKER, STOKER_TRAIN, MPIRUN, STOKER_SOURCE (see tests/CMakeLists.txt).
+set -euo pipefail
+: "${STOKER:?}" "${STOKER_TRAIN:?}" "${MPIRUN:?}" "${STOKER_SOURCE:?}"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/stoker-train-cli.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+json() { python3 -c "import json,sys; d=json.loads(sys.stdin.read().strip().splitlines()[-1]); print($1)"; }
+
+STOKER_CORPUS_MAX_FILES=150 "$STOKER_SOURCE/scripts/default-corpus.sh" "$work/corpus" 2 \
+  > "$work/corpus.log" 2>&1 || { cat "$work/corpus.log" >&2; fail "default-corpus.sh failed"; }
+
+model=(--dim 64 --layers 2 --heads 4 --seq-len 128 --batch-size 8 --lr 3e-3)
+common=(--data "$work/corpus" --weights copyright=0.6,headers=0.3,licenses=0.1 "${model[@]}"
+        --log-every 20)
+ck="$work/ck" trace="$work/trace"
+
+# 1. 4 ranks until preempted.
+$MPIRUN -np 4 "$STOKER_TRAIN" "${common[@]}" --steps 100000 --checkpoint-dir "$ck" \
+  --save-every 40 --trace "$trace" > "$work/a.out" 2> "$work/a.err" &
+pid=$!
+for _ in $(seq 600); do
+  [ -f "$ck/step-80/trainer.json" ] && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.2
+done
+[ -f "$ck/step-80/trainer.json" ] || { cat "$work/a.err" >&2; fail "no step-80 checkpoint"; }
+kill -USR1 "$pid"
+wait "$pid" || { cat "$work/a.err" >&2; fail "the preempted run exited $?"; }
+grep -q "stopping at step .* on signal; saved" "$work/a.err" || fail "no stop message"
+a_end=$(json 'd["end_step"]' < "$work/a.out")
+[ "$(json 'd["stopped_early"]' < "$work/a.out")" = True ] || fail "run A was not stopped early"
+[ -f "$ck/step-$a_end/model.pt" ] || fail "the stop step $a_end was not saved"
+"$STOKER" inspect "$ck/step-$a_end" > /dev/null || fail "step-$a_end is not a complete checkpoint"
+echo "run A: 4 ranks, preempted at step $a_end"
+
+# 2. Resumed on 2 ranks for 60 more steps.
+b_end=$((a_end + 60))
+$MPIRUN -np 2 "$STOKER_TRAIN" "${common[@]}" --steps "$b_end" --checkpoint-dir "$ck" \
+  --save-every 40 --trace "$trace" --resume > "$work/b.out" 2> "$work/b.err" ||
+  { cat "$work/b.err" >&2; fail "the resumed run failed"; }
+grep -q "resumed from $ck/step-$a_end (saved on 4 ranks, now 2)" "$work/b.err" ||
+  { cat "$work/b.err" >&2; fail "run B did not resume from step-$a_end on 4 -> 2 ranks"; }
+[ "$(json 'd["start_step"], d["end_step"], d["saved_world"], d["ranks"]' < "$work/b.out")" = \
+  "$a_end $b_end 4 2" ] || fail "run B: $(tail -1 "$work/b.out")"
+loss_start=$(json 'd["loss_start"]' < "$work/a.out")
+loss_end=$(json 'd["loss_end"]' < "$work/b.out")
+python3 -c "import sys; s, e = $loss_start, $loss_end; sys.exit(0 if s > 4.5 and e < s - 1.5 else 1)" ||
+  fail "the loss did not fall enough: $loss_start at the start, $loss_end at step $b_end"
+echo "run B: 2 ranks, steps $((a_end + 1))..$b_end; loss $loss_start -> $loss_end"
+
+# 3. The audit of both runs.
+"$STOKER" audit "$trace" --data "$work/corpus" --json > "$work/audit.json" ||
+  { cat "$work/audit.json" >&2; fail "stoker audit found problems"; }
+python3 - "$work/audit.json" "$a_end" "$b_end" <<'PY' || fail "the audit's figures are wrong"
+import json, sys
+d = json.load(open(sys.argv[1]))
+a_end, b_end = int(sys.argv[2]), int(sys.argv[3])
+runs = [(r["start_step"], r["world_size"], r["valid_end"]) for r in d["runs"]]
+assert d["clean"] and d["problem_count"] == 0, d["problems"]
+assert runs == [(0, 4, a_end), (a_end, 2, b_end)], runs
+epochs = {e["epoch"] for ds in d["datasets"].values() for e in ds["epochs"]}
+assert epochs == {0}, epochs
+tokens = sum(r["tokens"] for r in d["runs"])
+assert tokens == (a_end * 4 + (b_end - a_end) * 2) * 8 * 129, tokens
+print(f"audit: {tokens} framed tokens of {len(runs)} runs checked, none twice, all in epoch 0")
+PY
+
+# 4. Bit-exact resume on the same rank count.
+same=(--data "$work/corpus" "${model[@]}" --seed 3 --log-every 0)
+$MPIRUN -np 2 "$STOKER_TRAIN" "${same[@]}" --steps 20 > "$work/c.out" 2> "$work/c.err" ||
+  { cat "$work/c.err" >&2; fail "run C failed"; }
+$MPIRUN -np 2 "$STOKER_TRAIN" "${same[@]}" --steps 10 --checkpoint-dir "$work/ck2" --save-every 10 \
+  > /dev/null 2> "$work/d.err" || { cat "$work/d.err" >&2; fail "run D failed"; }
+$MPIRUN -np 2 "$STOKER_TRAIN" "${same[@]}" --steps 20 --checkpoint-dir "$work/ck2" --save-every 10 \
+  --resume > "$work/e.out" 2> "$work/e.err" || { cat "$work/e.err" >&2; fail "run E failed"; }
+c_sum=$(json 'd["model_checksum"]' < "$work/c.out")
+[ "$(json 'd["model_checksum"]' < "$work/e.out")" = "$c_sum" ] ||
+  fail "10 + 10 resumed steps did not give the model of 20 steps in one run"
+echo "resume at the same rank count is bit-exact (model $c_sum)"
+
+# 5. A step folder without model.pt is incomplete: the resume goes back to step-10.
+rm "$work/ck2/step-20/model.pt"
+$MPIRUN -np 2 "$STOKER_TRAIN" "${same[@]}" --steps 20 --checkpoint-dir "$work/ck2" --save-every 10 \
+  --resume > "$work/f.out" 2> "$work/f.err" || { cat "$work/f.err" >&2; fail "run F failed"; }
+grep -q "passing over incomplete checkpoint $work/ck2/step-20.*model.pt is missing" "$work/f.err" ||
+  { cat "$work/f.err" >&2; fail "step-20 without model.pt was not passed over"; }
+[ "$(json 'd["start_step"], d["model_checksum"]' < "$work/f.out")" = "10 $c_sum" ] ||
+  fail "run F did not redo steps 11..20 from step-10: $(tail -1 "$work/f.out")"
+
+# 6. Another model shape is refused, naming the difference.
+if $MPIRUN -np 2 "$STOKER_TRAIN" --data "$work/corpus" --seq-len 128 --batch-size 8 --seed 3 \
+     --dim 32 --steps 30 --checkpoint-dir "$work/ck2" --resume > /dev/null 2> "$work/g.err"; then
+  fail "a model of another shape was accepted"
+fi
+grep -q "holds a model of another shape" "$work/g.err" && grep -q "dim: saved 64, now 32" "$work/g.err" ||
+  { cat "$work/g.err" >&2; fail "the shape mismatch was not explained"; }
+echo "a step without model.pt is passed over; another model shape is refused"
+echo "PASS"

@@ -1,0 +1,305 @@
+#!/usr/bin/env bash
+# The job scripts of jobs/ on a real single-node Slurm (tests/slurm/cluster.sh), end to end with
+# the example trainer, on a small byte-tokenized corpus of three datasets. One training history
+# across seven runs, all tracing into one folder:
+#   1. jobs/slurm/train.sbatch on 4 tasks (mpirun). Once a complete step folder exists,
+#      `scancel --batch --signal=USR1`: the trainer stops and saves step N, the job requeues
+#      itself, runs again (restart count 1), resumes from step N on 4 ranks and reaches STEPS.
+#   2. jobs/slurm/resume.sbatch with an empty checkpoint folder: refused (exit 2), nothing run.
+#   3. jobs/slurm/resume.sbatch on 2 tasks: resumed from the step of 1 "saved on 4 ranks, now 2".
+#   4. jobs/slurm/reshard.sbatch (1 task) of the newest step to 3 ranks: a complete step folder
+#      (3 loader files, stoker inspect agrees; the trainer's files copied unchanged).
+#   5. jobs/mpirun/resume.sh on 3 ranks, without Slurm, from the resharded folder.
+#   6. jobs/slurm/train.sbatch with LAUNCHER=srun (srun --mpi=pmix) on 2 tasks, REQUEUE=0,
+#      signalled with USR1 too: srun forwards it, the trainer saves and stops, no requeue.
+#   7. jobs/mpirun/train.sh on 2 ranks goes on 10 more steps; jobs/mpirun/reshard.sh refuses
+#      WORLD_SIZE=0 (exit 2).
+# Then `stoker audit --data` of the whole trace history: clean (no token lost or repeated across
+# the 4 -> 4 -> 2 -> 3 -> 2 -> 2 rank counts), its runs the six started, to the last step.
+# Environment: STOKER, STOKER_TRAIN (the programs), MPIRUN (mpirun with its flags).
+# Exit 77 (skipped) when a single-node Slurm cannot run here (cluster.sh says why).
+set -euo pipefail
+: "${STOKER:?STOKER must name the stoker program}"
+: "${STOKER_TRAIN:?STOKER_TRAIN must name the stoker-train program}"
+: "${MPIRUN:?MPIRUN must name mpirun and its flags}"
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+unset STOKER_HOME  # the job scripts find the checkout from their own path
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/stoker-slurm-jobs.XXXXXX")
+STOKER_SLURM_ON_EXIT='[ "${STOKER_SLURM_KEEP:-0}" = 1 ] && echo "kept $work" >&2 || rm -rf "$work"'
+trap 'eval "$STOKER_SLURM_ON_EXIT"' EXIT  # until slurm_start takes the trap over
+source "$here/cluster.sh"
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+checked=()
+ok() {
+  checked+=("$*")
+  echo "ok: $*"
+}
+[ -x "$STOKER_TRAIN" ] || fail "no trainer program at STOKER_TRAIN=$STOKER_TRAIN"
+started=$SECONDS
+slurm_start
+
+# --- A corpus of three datasets through stoker's byte tokenizer (vocab 258). ---
+corpus=$work/corpus
+pack() {
+  local name=$1
+  shift
+  "$STOKER" pack "$@" --out "$corpus/$name" --format text > "$work/pack-$name.log" 2>&1 ||
+    { cat "$work/pack-$name.log" >&2; fail "stoker pack of $name"; }
+}
+shopt -s nullglob
+licenses=(/usr/share/common-licenses/*)
+headers=(/usr/include/*.h)
+copyrights=(/usr/share/doc/*/copyright)
+shopt -u nullglob
+[ ${#licenses[@]} -ge 5 ] && [ ${#headers[@]} -ge 20 ] && [ ${#copyrights[@]} -ge 20 ] ||
+  fail "too few text files for a corpus: ${#licenses[@]} licenses, ${#headers[@]} headers," \
+       "${#copyrights[@]} copyright files"
+pack licenses "${licenses[@]}"
+pack headers "${headers[@]:0:40}"
+pack copyright "${copyrights[@]:0:60}"
+cd "$work"
+
+# The settings every job shares (sbatch passes the environment on); jobs/common.sh reads them.
+export STOKER STOKER_TRAIN MPIRUN CORPUS=$corpus TRACE_DIR=$work/trace SEQ_LEN=64 BATCH_SIZE=4
+export SAVE_EVERY=5 WEIGHTS=licenses=1,headers=2,copyright=1 SEED=3
+export TRAIN_ARGS="--dim 64 --layers 1 --heads 4 --log-every 5"
+ckpt=$work/ckpt
+
+# run_field FILE INDEX FIELD: FIELD of the INDEX-th (from 0; -1: last) JSON line of FILE.
+run_field() {
+  python3 - "$@" <<'EOF'
+import json, sys
+path, index, field = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+runs = [json.loads(l) for l in open(path) if l.startswith("{")]
+value = runs[index][field] if -len(runs) <= index < len(runs) else "<no run %d>" % index
+print(json.dumps(value) if not isinstance(value, str) else value)
+EOF
+}
+json_lines() {
+  grep -c '^{' "$1" || true
+}
+# expect FILE INDEX FIELD VALUE WHAT: a field of a run's result line.
+expect() {
+  local got
+  got=$(run_field "$1" "$2" "$3")
+  [ "$got" = "$4" ] || fail "$5: $3 is $got, not $4, in result $2 of $1: $(grep '^{' "$1")"
+}
+expect_log() {
+  grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "$3: the log has no line with: $2"; }
+}
+show_job_output() {
+  cat "$work"/*-"$1".out >&2 || true
+}
+# wait_job ID TIMEOUT WHAT: the job must end COMPLETED with exit code 0.
+wait_job() {
+  local state
+  state=$(slurm_wait_done "$1" "$2") || { show_job_output "$1"; fail "$3: still running"; }
+  [ "$state" = COMPLETED ] && [ "$(slurm_field "$1" ExitCode)" = 0:0 ] ||
+    { show_job_output "$1"; fail "$3: job $1 ended $state, exit $(slurm_field "$1" ExitCode)"; }
+}
+# complete_steps DIR: the complete step numbers under DIR, checked independently of the job
+# scripts: the trainer's three files and one loader file per rank of one world size.
+complete_steps() {
+  local d worlds
+  for d in "$1"/step-*; do
+    [ -s "$d/model.pt" ] && [ -s "$d/optimizer.pt" ] && [ -s "$d/trainer.json" ] || continue
+    # The world size of each rank file: as many files as the one world size says.
+    worlds=$(find "$d/loader" -maxdepth 1 -name 'rank-*-of-*.ckpt' 2> /dev/null |
+             sed -n 's/.*-of-0*\([0-9]*\)\.ckpt$/\1/p')
+    [ -n "$worlds" ] && [ "$(wc -l <<< "$worlds")" = "$(sort -u <<< "$worlds")" ] || continue
+    echo "${d##*/step-}"
+  done | sort -n
+}
+has_step_after() {
+  local n
+  for n in $(complete_steps "$1"); do [ "$n" -gt "$2" ] && return 0; done
+  return 1
+}
+# The job was requeued, or it ended without that (a failure, found without waiting for long).
+requeued_or_ended() {
+  [ "$(slurm_field "$1" Restarts)" = 1 ] || _slurm_done "$1"
+}
+
+# --- 1. train.sbatch on 4 tasks, preempted with USR1, requeued, resumed to the end. ---
+t=$SECONDS
+steps1=60  # room for the signal to land before the end
+id=$(slurm_submit STEPS=$steps1 CHECKPOINT_DIR="$ckpt" -n 4 -o "$work/train-%j.out" \
+     "$repo/jobs/slurm/train.sbatch")
+out=$work/train-$id.out
+slurm_poll 120 "job $id's first complete checkpoint in $ckpt" has_step_after "$ckpt" 0 ||
+  { cat "$out" >&2 || true; fail "train.sbatch saved no complete step"; }
+[ "$(slurm_field "$id" JobState)" = RUNNING ] || fail "job $id is $(slurm_field "$id" JobState)"
+scancel --batch --signal=USR1 "$id"
+slurm_poll 90 "job $id to be requeued" requeued_or_ended "$id" || true
+[ "$(slurm_field "$id" Restarts)" = 1 ] ||
+  { cat "$out" >&2; fail "job $id was not requeued after SIGUSR1"; }
+wait_job "$id" 150 "train.sbatch"
+[ "$(json_lines "$out")" = 2 ] || { cat "$out" >&2; fail "train.sbatch: not two runs in $out"; }
+stop=$(run_field "$out" 0 end_step)
+expect "$out" 0 stopped_early true "train.sbatch, first run"
+expect "$out" 0 ranks 4 "train.sbatch, first run"
+expect "$out" 0 start_step 0 "train.sbatch, first run"
+[ "$stop" -lt "$steps1" ] || fail "train.sbatch: stopped at $stop, not before $steps1"
+expect_log "$out" "train: stopping at step $stop on signal; saved $ckpt/step-$stop" "train.sbatch"
+expect_log "$out" "restart count 0" "train.sbatch"
+expect_log "$out" "requeueing job $id" "train.sbatch"
+expect_log "$out" "restart count 1" "train.sbatch"
+expect_log "$out" "train: resumed from $ckpt/step-$stop (saved on 4 ranks, now 4)" "train.sbatch"
+expect "$out" 1 start_step "$stop" "train.sbatch, requeued run"
+expect "$out" 1 end_step "$steps1" "train.sbatch, requeued run"
+expect "$out" 1 stopped_early false "train.sbatch, requeued run"
+expect "$out" 1 resumed_from "$ckpt/step-$stop" "train.sbatch, requeued run"
+expect "$out" 1 saved_world 4 "train.sbatch, requeued run"
+ok "train.sbatch, 4 tasks: USR1 at step $stop -> saved, requeued (restart count 1), resumed" \
+   "from step-$stop to $steps1 ($((SECONDS - t)) s)"
+
+# --- 2. resume.sbatch refuses an empty checkpoint folder. ---
+t=$SECONDS
+id=$(slurm_submit STEPS=60 CHECKPOINT_DIR="$work/empty" -n 2 -o "$work/refused-%j.out" \
+     "$repo/jobs/slurm/resume.sbatch")
+slurm_wait_done "$id" 60 > /dev/null || fail "resume.sbatch with no checkpoint: still running"
+[ "$(slurm_field "$id" JobState)" = FAILED ] && [ "$(slurm_field "$id" ExitCode)" = 2:0 ] ||
+  fail "resume.sbatch with no checkpoint: $(slurm_field "$id" JobState)," \
+       "exit $(slurm_field "$id" ExitCode), not FAILED 2:0"
+expect_log "$work/refused-$id.out" "nothing to resume: no complete step-<N> folder" "resume.sbatch"
+! grep -q "running:" "$work/refused-$id.out" ||
+  fail "resume.sbatch with no checkpoint launched something"
+ok "resume.sbatch with no checkpoint: refused, exit 2, nothing launched ($((SECONDS - t)) s)"
+
+# --- 3. resume.sbatch on 2 tasks: the loader rescales 4 -> 2. ---
+t=$SECONDS
+steps3=75
+id=$(slurm_submit STEPS=$steps3 CHECKPOINT_DIR="$ckpt" -n 2 -o "$work/resume-%j.out" \
+     "$repo/jobs/slurm/resume.sbatch")
+out=$work/resume-$id.out
+wait_job "$id" 120 "resume.sbatch"
+expect_log "$out" "train: resumed from $ckpt/step-$steps1 (saved on 4 ranks, now 2)" "resume.sbatch"
+expect "$out" 0 start_step "$steps1" "resume.sbatch"
+expect "$out" 0 end_step "$steps3" "resume.sbatch"
+expect "$out" 0 ranks 2 "resume.sbatch"
+expect "$out" 0 saved_world 4 "resume.sbatch"
+ok "resume.sbatch, 2 tasks: resumed step-$steps1 saved on 4 ranks, to $steps3 ($((SECONDS - t)) s)"
+
+# --- 4. reshard.sbatch: the newest step for 3 ranks, a complete trainer checkpoint. ---
+t=$SECONDS
+resharded=$work/ckpt-3
+id=$(slurm_submit CHECKPOINT_DIR="$ckpt" WORLD_SIZE=3 NEW_CHECKPOINT_DIR="$resharded" \
+     -o "$work/reshard-%j.out" "$repo/jobs/slurm/reshard.sbatch")
+out=$work/reshard-$id.out
+wait_job "$id" 60 "reshard.sbatch"
+expect_log "$out" "resharded step $steps3 from 2 to 3 ranks" "reshard.sbatch"
+[ "$(complete_steps "$resharded")" = "$steps3" ] ||
+  fail "reshard.sbatch: $resharded holds complete steps [$(complete_steps "$resharded")]," \
+       "not $steps3"
+for f in model.pt optimizer.pt trainer.json; do
+  cmp -s "$ckpt/step-$steps3/$f" "$resharded/step-$steps3/$f" ||
+    fail "reshard.sbatch: $f differs from the original's"
+done
+"$STOKER" inspect "$resharded/step-$steps3" --json > "$work/inspect.json" 2> "$work/inspect.err" ||
+  { cat "$work/inspect.err" >&2; fail "stoker inspect of the resharded step"; }
+python3 - "$work/inspect.json" "$steps3" <<'EOF' || fail "reshard.sbatch: stoker inspect disagrees"
+import json, sys
+info = json.load(open(sys.argv[1]))
+want = {"kind": "checkpoint", "step": int(sys.argv[2]), "world_size": 3}
+bad = {k: info.get(k) for k in want if info.get(k) != want[k]}
+sys.exit(f"stoker inspect: {bad}, expected {want}" if bad else 0)
+EOF
+expect_log "$out" "step $steps3" "reshard.sbatch (stoker inspect's table in the job's output)"
+ok "reshard.sbatch: step-$steps3 of 2 ranks -> 3 ranks, complete, trainer files copied," \
+   "stoker inspect: world 3 ($((SECONDS - t)) s)"
+
+# --- 5. jobs/mpirun/resume.sh on 3 ranks from the resharded folder, without Slurm. ---
+t=$SECONDS
+steps5=85
+rc=0
+(unset SLURM_CONF; NP=3 STEPS=$steps5 CHECKPOINT_DIR=$resharded "$repo/jobs/mpirun/resume.sh") \
+  > "$work/mpirun-resume.json" 2> "$work/mpirun-resume.log" || rc=$?
+[ "$rc" = 0 ] || { cat "$work/mpirun-resume.log" >&2; fail "jobs/mpirun/resume.sh: exit $rc"; }
+expect_log "$work/mpirun-resume.log" "train: resumed from $resharded/step-$steps3 (saved on " \
+  "jobs/mpirun/resume.sh"
+# The loader files were made for 3 ranks already: the loader goes on without a rescale.
+! grep "rescaled from" "$work/mpirun-resume.log" ||
+  fail "jobs/mpirun/resume.sh: the loader rescaled the resharded checkpoint again"
+[ "$(json_lines "$work/mpirun-resume.json")" = 1 ] &&
+  [ "$(wc -l < "$work/mpirun-resume.json")" = 1 ] ||
+  fail "jobs/mpirun/resume.sh: stdout is not the trainer's one JSON line"
+expect "$work/mpirun-resume.json" 0 start_step "$steps3" "jobs/mpirun/resume.sh"
+expect "$work/mpirun-resume.json" 0 end_step "$steps5" "jobs/mpirun/resume.sh"
+expect "$work/mpirun-resume.json" 0 ranks 3 "jobs/mpirun/resume.sh"
+ok "jobs/mpirun/resume.sh, 3 ranks: resumed the resharded step-$steps3 to $steps5" \
+   "($((SECONDS - t)) s)"
+
+# --- 6. train.sbatch with LAUNCHER=srun, signalled, REQUEUE=0: saves and ends. ---
+t=$SECONDS
+steps6=1000  # far: the signal must stop it
+id=$(slurm_submit LAUNCHER=srun REQUEUE=0 STEPS=$steps6 CHECKPOINT_DIR="$resharded" -n 2 \
+     -o "$work/srun-%j.out" "$repo/jobs/slurm/train.sbatch")
+out=$work/srun-$id.out
+slurm_poll 120 "job $id's first checkpoint after step $steps5" \
+  has_step_after "$resharded" "$steps5" ||
+  { cat "$out" >&2 || true; fail "train.sbatch with srun saved no step"; }
+scancel --batch --signal=USR1 "$id"
+wait_job "$id" 90 "train.sbatch with LAUNCHER=srun"
+stop6=$(run_field "$out" 0 end_step)
+expect_log "$out" "running: srun --export=ALL --mpi=pmix" "train.sbatch with LAUNCHER=srun"
+expect_log "$out" "train: resumed from $resharded/step-$steps5 (saved on 3 ranks, now 2)" \
+  "train.sbatch with LAUNCHER=srun"
+expect_log "$out" "train: stopping at step $stop6 on signal; saved $resharded/step-$stop6" \
+  "train.sbatch with LAUNCHER=srun"
+expect "$out" 0 stopped_early true "train.sbatch with LAUNCHER=srun"
+expect "$out" 0 ranks 2 "train.sbatch with LAUNCHER=srun"
+[ "$(slurm_field "$id" Restarts)" = 0 ] && [ "$(json_lines "$out")" = 1 ] ||
+  fail "train.sbatch with REQUEUE=0 was requeued"
+ok "train.sbatch, LAUNCHER=srun, 2 tasks: resumed step-$steps5 of 3 ranks; USR1 reached the" \
+   "ranks through srun: saved step-$stop6, no requeue with REQUEUE=0 ($((SECONDS - t)) s)"
+
+# --- 7. jobs/mpirun/train.sh to the end; jobs/mpirun/reshard.sh refuses a bad setting. ---
+t=$SECONDS
+steps7=$((stop6 + 10))
+rc=0
+(unset SLURM_CONF; NP=2 STEPS=$steps7 CHECKPOINT_DIR=$resharded "$repo/jobs/mpirun/train.sh") \
+  > "$work/mpirun-train.json" 2> "$work/mpirun-train.log" || rc=$?
+[ "$rc" = 0 ] || { cat "$work/mpirun-train.log" >&2; fail "jobs/mpirun/train.sh: exit $rc"; }
+expect "$work/mpirun-train.json" 0 start_step "$stop6" "jobs/mpirun/train.sh"
+expect "$work/mpirun-train.json" 0 end_step "$steps7" "jobs/mpirun/train.sh"
+rc=0
+CHECKPOINT_DIR=$resharded WORLD_SIZE=0 "$repo/jobs/mpirun/reshard.sh" > /dev/null \
+  2> "$work/bad-reshard.log" || rc=$?
+[ "$rc" = 2 ] && grep -q "set WORLD_SIZE" "$work/bad-reshard.log" ||
+  { cat "$work/bad-reshard.log" >&2; fail "jobs/mpirun/reshard.sh WORLD_SIZE=0: exit $rc"; }
+ok "jobs/mpirun/train.sh, 2 ranks: step-$stop6 to $steps7; jobs/mpirun/reshard.sh refuses" \
+   "WORLD_SIZE=0 (exit 2) ($((SECONDS - t)) s)"
+
+slurm_stop
+
+# --- The whole history, audited: no token lost or repeated, the runs as they happened. ---
+rc=0
+"$STOKER" audit "$work/trace" --data "$corpus" --json > "$work/audit.json" 2> "$work/audit.err" ||
+  rc=$?
+[ "$rc" = 0 ] || { cat "$work/audit.json" "$work/audit.err" >&2; fail "stoker audit: exit $rc"; }
+runs="0:4 $stop:4 $steps1:2 $steps3:3 $steps5:2 $stop6:2"
+python3 - "$work/audit.json" "$steps7" "$runs" <<'EOF' || fail "stoker audit of the trace history"
+import json, sys
+audit = json.load(open(sys.argv[1]))
+want_runs = sys.argv[3].split()
+runs = [f"{r['start_step']}:{r['world_size']}" for r in audit["runs"]]
+problems = []
+if not audit["clean"] or audit["problem_count"]:
+    problems.append(f"not clean: {audit['problems']}")
+if runs != want_runs:
+    problems.append(f"runs (start step:ranks) {runs}, expected {want_runs}")
+if audit["steps"] != int(sys.argv[2]) or audit["runs"][-1]["valid_end"] != int(sys.argv[2]):
+    problems.append(f"{audit['steps']} valid steps, expected {sys.argv[2]}")
+sys.exit("; ".join(problems) if problems else 0)
+EOF
+ok "stoker audit of the trace history: clean, steps 1-$steps7 in 6 runs on 4, 4, 2, 3, 2, 2" \
+   "ranks ($(run_field "$work/audit.json" 0 tokens_checked) framed tokens checked)"
+
+echo "--- summary (all in $((SECONDS - started)) s):"
+printf '  %s\n' "${checked[@]}"
