@@ -88,7 +88,9 @@ int main(int argc, char** argv) {
         "language model trains on the CPU; every rank reads its own batches from the loader and "
         "gradients are averaged with MPI every step. SIGUSR1 or SIGTERM (a preemption warning) "
         "makes every rank stop at the same step and save it. Rank 0 logs progress and ends with "
-        "one JSON line on stdout (losses, tokens/s, data-wait share)."};
+        "one JSON line on stdout (losses, tokens/s, data-wait share). Each rank computes with "
+        "OMP_NUM_THREADS threads (set it; 1 when ranks fill the cores). docs/operations.md "
+        "explains checkpoints, resuming and rescaling."};
     TrainOptions options;
     BindData(app, options);
     BindModel(app, options);

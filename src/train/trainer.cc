@@ -50,6 +50,9 @@ class Trainer {
 
  private:
   static LoaderConfig ResumeConfig(const TrainOptions& options, const mpi::Comm& world);
+  // The model's shape, checked on every rank together. Also seeds libtorch's generator with
+  // --seed, so the initial weights depend on nothing else (it runs right before the model is
+  // built).
   ModelShape Shape() const;
   void Start();
   // One step: the next batch, forward, backward, averaged gradients, update. Returns whether
