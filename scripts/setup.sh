@@ -14,6 +14,8 @@ packages=(
   libtorch-dev
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libxxhash-dev
   libgtest-dev libbenchmark-dev
+  # clang and its runtimes for libFuzzer (-fsanitize=fuzzer) and the sanitizers: scripts/fuzz.sh.
+  clang-14 libclang-rt-14-dev
   python3
   # libtorch links the reference BLAS by default; OpenBLAS takes its place (through Debian's
   # alternatives) and makes the example trainer's steps about 12x faster.

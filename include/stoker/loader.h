@@ -105,6 +105,13 @@ class Loader {
   static std::optional<std::string> FindResumeStep(
       MPI_Comm comm, const std::string& checkpoint_dir,
       const std::vector<std::string>& required_files = {});
+  // Collective over `comm`: FindResumeStep, then every step folder newer than the one found (or
+  // every step folder, when none is found) is renamed to step-<N>.interrupted, logged: such
+  // folders hold some ranks' files of a killed run, and this run's saves must never complete
+  // them with files of its own. A job that will save into `checkpoint_dir` calls this instead.
+  static std::optional<std::string> PrepareResume(
+      MPI_Comm comm, const std::string& checkpoint_dir,
+      const std::vector<std::string>& required_files = {});
 
   const CorpusTable& corpus() const;
   // Weights as used, normalized, per dataset in corpus order.

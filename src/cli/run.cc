@@ -19,6 +19,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "cli/commands.h"
+#include "cli/config_file.h"
 #include "core/weights.h"
 #include "io/piece_trace.h"
 #include "stoker/loader.h"
@@ -90,25 +91,6 @@ class Dump {
   File pieces_;
 };
 
-// CLI11 2.1 reads a config file for the main app only (App::_process_config_file), never for a
-// subcommand's set_config, so --config is applied here, after parsing: each key sets the option
-// of that long name unless the command line gave it.
-void ApplyConfigFile(CLI::App* sub, const std::string& path) {
-  try {
-    for (const CLI::ConfigItem& item : CLI::ConfigTOML().from_file(path)) {
-      if (item.name == "++" || item.name == "--") continue;  // CLI11's section markers
-      CLI::Option* option = sub->get_option_no_throw("--" + item.name);
-      STOKER_CHECK(option != nullptr && item.name != "config", ConfigError,
-                   "--config {}: stoker run has no option --{}", path, item.name);
-      if (option->count() > 0) continue;  // the command line wins
-      option->add_result(item.inputs);
-      option->run_callback();  // converts and checks the value as the command line would
-    }
-  } catch (const CLI::Error& e) {
-    throw ConfigError(fmt::format("--config {}: {}", path, e.what()));
-  }
-}
-
 double Since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -126,7 +108,10 @@ int RunRun(const RunOptions& options, const mpi::Comm& world) {
   });
   const auto start = std::chrono::steady_clock::now();
   if (options.resume) {
-    const auto step_dir = Loader::FindResumeStep(world.get(), options.checkpoint_dir);
+    // A run that saves sets aside the newer, interrupted step folders, never to mix with them.
+    const auto step_dir = options.save_every > 0
+                              ? Loader::PrepareResume(world.get(), options.checkpoint_dir)
+                              : Loader::FindResumeStep(world.get(), options.checkpoint_dir);
     if (step_dir) config.resume_from = *step_dir;
     if (!step_dir)
       spdlog::info("run: no checkpoint in {} yet: starting at step 0", options.checkpoint_dir);

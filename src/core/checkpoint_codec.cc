@@ -14,7 +14,9 @@ constexpr char kMagic[8] = {'S', 'T', 'O', 'K', 'E', 'R', 'C', 'K'};
 constexpr size_t kHeader = 20;
 constexpr size_t kTrailer = 8;
 
-uint64_t ZigZag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+uint64_t ZigZag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
 int64_t UnZigZag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
 
 class Writer {
@@ -76,13 +78,15 @@ class Reader {
   uint64_t Fixed(int bytes) {
     Need(bytes);
     uint64_t v = 0;
-    for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(in_[pos_++])) << (8 * i);
+    for (int i = 0; i < bytes; ++i)
+      v |= static_cast<uint64_t>(static_cast<uint8_t>(in_[pos_++])) << (8 * i);
     return v;
   }
   // A count of items of at least `min_bytes` each: never more than the bytes left allow.
   uint64_t Count(uint64_t min_bytes) {
     const uint64_t n = U();
-    if (n > (in_.size() - pos_) / std::max<uint64_t>(1, min_bytes)) Fail("a count exceeds the file");
+    if (n > (in_.size() - pos_) / std::max<uint64_t>(1, min_bytes))
+      Fail("a count exceeds the file");
     return n;
   }
   bool done() const { return pos_ == in_.size(); }
@@ -111,7 +115,9 @@ void PutCursors(const RankState& state, Writer* w) {
     for (uint64_t j = 0; j < shards; ++j) {
       const ShardCursor& c = state.cursors[j * state.datasets + d];
       const auto position = static_cast<int64_t>(c.position - previous.position);
-      if (c.epoch == previous.epoch && c.offset == 0) {
+      // The short form has 63 bits for zigzag(difference): a difference beyond +-2^62 (possible
+      // only in a file written by hand, positions are document counts) takes the long form.
+      if (c.epoch == previous.epoch && c.offset == 0 && ZigZag(position) >> 63 == 0) {
         w->U(ZigZag(position) << 1);
       } else {
         w->U(1);
@@ -218,8 +224,8 @@ RankCheckpoint DecodeCheckpoint(std::string_view bytes, const std::string& sourc
   frame.Fixed(8);
   const uint64_t version = frame.Fixed(4);
   if (version != kCheckpointFormatVersion) {
-    frame.Fail(fmt::format("format version {} (this stoker reads {})", version,
-                           kCheckpointFormatVersion));
+    frame.Fail(
+        fmt::format("format version {} (this stoker reads {})", version, kCheckpointFormatVersion));
   }
   const uint64_t length = frame.Fixed(8);
   if (length != bytes.size() - kHeader - kTrailer) {
@@ -262,16 +268,16 @@ RankCheckpoint DecodeCheckpoint(std::string_view bytes, const std::string& sourc
   GetCursors(&r, &s);
   s.unfinished.resize(r.Count(2));
   for (auto& u : s.unfinished) {
-    u.dataset = static_cast<uint32_t>(r.U());
+    const uint64_t dataset = r.U();  // checked before it is narrowed to 32 bits
+    u.dataset = static_cast<uint32_t>(dataset);
     u.shard = r.U();
-    if (u.dataset >= datasets || !s.shards.contains(u.shard)) r.Fail("an unfinished document");
+    if (dataset >= datasets || !s.shards.contains(u.shard)) r.Fail("an unfinished document");
   }
   if (!r.done()) r.Fail("bytes after the end of the state");
   return c;
 }
 
-std::vector<std::string> IdentityDifferences(const OrderIdentity& saved,
-                                             const OrderIdentity& now) {
+std::vector<std::string> IdentityDifferences(const OrderIdentity& saved, const OrderIdentity& now) {
   std::vector<std::string> out;
   auto differ = [&](const char* what, const auto& a, const auto& b) {
     if (a != b) out.push_back(fmt::format("{}: checkpoint {}, now {}", what, a, b));

@@ -9,25 +9,28 @@
 #include <filesystem>
 
 #include "base/check.h"
+#include "io/posix_io.h"
 
 namespace stoker {
 
 void SyncPath(const std::string& path, bool folder) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (folder ? O_DIRECTORY : 0));
-  STOKER_CHECK(fd >= 0, IoError, "cannot open {} to sync it: {}", path, std::strerror(errno));
-  const int synced = ::fsync(fd);
+  const int fd = posix::Open(path, O_RDONLY | O_CLOEXEC | (folder ? O_DIRECTORY : 0));
+  STOKER_CHECK(fd >= 0, IoError, "cannot open {} to sync it (open): {}", path,
+               std::strerror(errno));
+  const int synced = posix::Fsync(fd, path);
   const int error = errno;
   ::close(fd);
-  STOKER_CHECK(synced == 0, IoError, "cannot sync {}: {}", path, std::strerror(error));
+  STOKER_CHECK(synced == 0, IoError, "cannot sync {} (fsync): {}", path, std::strerror(error));
 }
 
 namespace {
 
 void WriteAll(int fd, std::string_view bytes, const std::string& path) {
   while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    const ssize_t n = posix::Write(fd, bytes.data(), bytes.size(), path);
     if (n < 0 && errno == EINTR) continue;
-    STOKER_CHECK(n > 0, IoError, "writing {} failed: {}", path, std::strerror(errno));
+    STOKER_CHECK(n > 0, IoError, "cannot write {} (write): {}", path,
+                 n < 0 ? std::strerror(errno) : "no bytes written");
     bytes.remove_prefix(static_cast<size_t>(n));
   }
 }
@@ -42,21 +45,23 @@ void WriteFileAtomically(const std::string& path, std::string_view bytes) {
   std::filesystem::create_directories(folder, ec);
   STOKER_CHECK(!ec, IoError, "cannot create folder {}: {}", folder, ec.message());
   const std::string temp = path + ".tmp";
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  STOKER_CHECK(fd >= 0, IoError, "cannot create {}: {}", temp, std::strerror(errno));
+  const int fd = posix::Open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  STOKER_CHECK(fd >= 0, IoError, "cannot create {} (open): {}", temp, std::strerror(errno));
   try {
     WriteAll(fd, bytes, temp);
-    STOKER_CHECK(::fsync(fd) == 0, IoError, "cannot sync {}: {}", temp, std::strerror(errno));
+    STOKER_CHECK(posix::Fsync(fd, temp) == 0, IoError, "cannot sync {} (fsync): {}", temp,
+                 std::strerror(errno));
   } catch (...) {
     ::close(fd);
     std::remove(temp.c_str());
     throw;
   }
   ::close(fd);
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+  if (posix::Rename(temp, path) != 0) {
     const int error = errno;
     std::remove(temp.c_str());
-    throw IoError(fmt::format("cannot rename {} to {}: {}", temp, path, std::strerror(error)));
+    throw IoError(
+        fmt::format("cannot rename {} to {} (rename): {}", temp, path, std::strerror(error)));
   }
   SyncPath(folder, /*folder=*/true);
 }

@@ -5,14 +5,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <limits>
-#include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
 
 #include "base/bytes.h"
 #include "base/check.h"
 #include "core/byte_tokenizer.h"
+#include "io/jsonl_doc.h"
 #include "io/pack_sink.h"
 
 namespace stoker {
@@ -22,7 +21,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr uint64_t kBlock = uint64_t{1} << 20;  // bytes read at a time and between reports
-constexpr uint64_t kMaxId = std::numeric_limits<int64_t>::max();  // readers widen to int64
 
 // This rank's bytes consumed, passed to the spec's callback every block and at the end.
 struct ProgressCounter {
@@ -37,50 +35,6 @@ struct ProgressCounter {
     if (spec.on_progress) spec.on_progress(done, total);
   }
 };
-
-uint64_t TokenId(const nlohmann::json& value, const PackSpec& spec, const std::string& where,
-                 size_t index) {
-  const auto bad = [&](const std::string& what) {
-    return DataError(
-        fmt::format("{}: \"{}\"[{}] = {} {}", where, spec.field, index, value.dump(), what));
-  };
-  if (!value.is_number_integer()) throw bad("is not an integer token id");
-  if (!value.is_number_unsigned() && value.get<int64_t>() < 0) throw bad("is negative");
-  const auto id = value.get<uint64_t>();
-  if (id > kMaxId) throw bad("exceeds the largest token id, 2^63 - 1");
-  if (spec.vocab_size && id >= *spec.vocab_size) {
-    throw bad(fmt::format("is not below --vocab-size {}", *spec.vocab_size));
-  }
-  return id;
-}
-
-// One jsonl line's document into `tokens`.
-DocKind ParseLine(const std::string& line, const PackSpec& spec, const std::string& where,
-                  std::vector<uint64_t>* tokens) {
-  tokens->clear();
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(line);
-  } catch (const nlohmann::json::exception& e) {
-    throw DataError(fmt::format("{}: invalid JSON: {}", where, e.what()));
-  }
-  STOKER_CHECK(doc.is_object(), DataError, "{}: expected a JSON object, found {}", where,
-               doc.type_name());
-  const auto field = doc.find(spec.field);
-  STOKER_CHECK(field != doc.end(), DataError, "{}: no field \"{}\"", where, spec.field);
-  if (field->is_string()) {
-    EncodeBytes(field->get_ref<const std::string&>(), tokens);
-    return DocKind::kBytes;
-  }
-  STOKER_CHECK(field->is_array(), DataError,
-               "{}: field \"{}\" is {}, not an array of token ids or a string", where, spec.field,
-               field->type_name());
-  tokens->reserve(field->size());
-  for (size_t i = 0; i < field->size(); ++i) {
-    tokens->push_back(TokenId((*field)[i], spec, where, i));
-  }
-  return DocKind::kIds;
-}
 
 std::ifstream OpenInput(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -97,7 +51,7 @@ void PackJsonl(const std::string& path, const PackSpec& spec, ShardSink* sink,
     progress->Add(line.size() + (in.eof() ? 0 : 1));
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank line
     const std::string where = fmt::format("{}:{}", path, number);        // for messages
-    const DocKind kind = ParseLine(line, spec, where, &tokens);
+    const DocKind kind = ParseJsonlDoc(line, spec, where, &tokens);
     sink->StartDoc(kind, tokens.size(), where);
     sink->Append(tokens);
     sink->EndDoc();
@@ -204,7 +158,7 @@ void PackSpec::Validate() const {
   }
   if (field.empty()) problems.push_back("--field must not be empty");
   if (shard_tokens == 0) problems.push_back("--shard-tokens must be at least 1");
-  if (vocab_size && (*vocab_size == 0 || *vocab_size > kMaxId)) {
+  if (vocab_size && (*vocab_size == 0 || *vocab_size > kMaxTokenId)) {
     problems.push_back(fmt::format("--vocab-size {} must be in [1, 2^63 - 1]", *vocab_size));
   }
   if (vocab_size && format == PackFormat::kText) {

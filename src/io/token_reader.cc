@@ -9,6 +9,7 @@
 
 #include "base/check.h"
 #include "core/token_type.h"
+#include "io/posix_io.h"
 
 namespace stoker {
 
@@ -29,12 +30,22 @@ void CheckTokenRange(const std::string& path, const ShardInfo& shard, uint64_t s
 
 }  // namespace
 
-ShardReader::ShardReader(const std::string& root, const ShardInfo& shard)
-    : shard_(shard), path_(root + "/" + shard.path) {
-  if (shard_.tokens_at.direct || shard_.offsets_at.direct) {
-    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    STOKER_CHECK(fd_ >= 0, IoError, "{}: cannot open: {}", path_, std::strerror(errno));
-  }
+ShardReader::ShardReader(const std::string& root, const ShardInfo& shard, std::string_view dataset)
+    : shard_(shard),
+      path_(root + "/" + shard.path),
+      where_(dataset.empty() ? path_ : fmt::format("{} (dataset {})", path_, dataset)) {
+  fd_ = posix::Open(path_, O_RDONLY | O_CLOEXEC);
+  STOKER_CHECK(fd_ >= 0, IoError, "{}: cannot open (open): {}", where_, std::strerror(errno));
+}
+
+ShardReader::Stamp ShardReader::Stat() const {
+  struct stat st {};
+  STOKER_CHECK(posix::Fstat(fd_, &st, path_) == 0, IoError, "{}: cannot stat (fstat): {}", where_,
+               std::strerror(errno));
+  return {.bytes = static_cast<uint64_t>(st.st_size),
+          .device = static_cast<uint64_t>(st.st_dev),
+          .inode = static_cast<uint64_t>(st.st_ino),
+          .modified_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
 }
 
 ShardReader::~ShardReader() {
@@ -52,13 +63,14 @@ void ShardReader::Pread(uint64_t byte_offset, uint64_t bytes, void* out, const c
   uint64_t done = 0;
   while (done < bytes) {
     const ssize_t n =
-        ::pread(fd_, dst + done, bytes - done, static_cast<off_t>(byte_offset + done));
+        posix::Pread(fd_, dst + done, bytes - done, static_cast<off_t>(byte_offset + done), path_);
     if (n < 0 && errno == EINTR) continue;
-    STOKER_CHECK(n >= 0, IoError, "{}: reading {}[{}] at byte {} failed: {}", path_, what, index,
-                 byte_offset + done, std::strerror(errno));
+    STOKER_CHECK(n >= 0, IoError,
+                 "{}: reading {}[{}...] failed (pread of {} bytes at byte offset {}): {}", where_,
+                 what, index, bytes - done, byte_offset + done, std::strerror(errno));
     STOKER_CHECK(n > 0, IoError,
                  "{}: file ends at byte {} inside {}[{}] (truncated or changed since discovery)",
-                 path_, byte_offset + done, what, index);
+                 where_, byte_offset + done, what, index);
     done += static_cast<uint64_t>(n);
   }
 }

@@ -6,6 +6,11 @@
 // class takes no lock. Tokens are read in the file's own type and widened here. stoker supports
 // little-endian hosts only (docs/format.md): pread bytes are used as they lie in the file.
 //
+// Every system call on the file goes through the I/O seam (io/posix_io.h), so tests can fail it.
+// A failing read throws IoError naming the file, its dataset, the array, the index and the byte
+// offset. The file is always opened (also when only HDF5 reads it), so that Stat() can tell
+// whether it changed since discovery (io/shard_pool.h).
+//
 // One reader per thread; readers of the same file in different threads are independent.
 // ForEachOffset streams a shard's /doc_offsets in blocks, for the code that walks them all.
 #pragma once
@@ -14,6 +19,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "h5/h5.h"
@@ -23,10 +29,10 @@ namespace stoker {
 
 class ShardReader {
  public:
-  // `root` is the corpus folder, `shard` a row of its table. A shard with an array read by pread
-  // is opened here: IoError naming the file if it is gone. One read only through HDF5 is opened
-  // at its first read (Hdf5Error then).
-  ShardReader(const std::string& root, const ShardInfo& shard);
+  // `root` is the corpus folder, `shard` a row of its table, `dataset` its dataset's name (for
+  // messages; may be empty). The file is opened here: IoError naming the file if it is gone. One
+  // read only through HDF5 is opened by HDF5 at its first read (Hdf5Error then).
+  ShardReader(const std::string& root, const ShardInfo& shard, std::string_view dataset = {});
   ShardReader(const ShardReader&) = delete;
   ShardReader& operator=(const ShardReader&) = delete;
   ~ShardReader();
@@ -38,8 +44,20 @@ class ShardReader {
   // /doc_offsets entries [start, start + count) (int64 files are read as the same bits).
   void ReadOffsets(uint64_t start, uint64_t count, uint64_t* out);
 
+  // What fstat says of the open file now: IoError when it fails.
+  struct Stamp {
+    uint64_t bytes = 0;
+    uint64_t device = 0;
+    uint64_t inode = 0;
+    int64_t modified_ns = 0;  // mtime
+    bool operator==(const Stamp&) const = default;
+  };
+  Stamp Stat() const;
+
   const ShardInfo& shard() const { return shard_; }
   const std::string& path() const { return path_; }
+  // "PATH (dataset NAME)" or PATH, for messages.
+  const std::string& where() const { return where_; }
 
  private:
   void Pread(uint64_t byte_offset, uint64_t bytes, void* out, const char* what, uint64_t index);
@@ -47,6 +65,7 @@ class ShardReader {
 
   ShardInfo shard_;
   std::string path_;
+  std::string where_;
   int fd_ = -1;
   std::optional<h5::File> file_;
 };

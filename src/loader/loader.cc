@@ -2,13 +2,13 @@
 // and queues finished batches; Next() takes them in order on the trainer's thread.
 #include "stoker/loader.h"
 
+#include <spdlog/spdlog.h>
+
 #include <condition_variable>
 #include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
-
-#include <spdlog/spdlog.h>
 
 #include "base/check.h"
 #include "core/loader_state.h"
@@ -79,9 +79,12 @@ Loader::Impl::Impl(MPI_Comm comm, const LoaderConfig& config)
       thread_([this] { ReadAhead(); }) {}
 
 OrderIdentity Loader::Impl::Identity() const {
-  OrderIdentity id{.corpus_fingerprint = setup_.table.fingerprint, .seed = config_.seed,
-                   .logical_shards = config_.logical_shards, .seq_len = config_.seq_len,
-                   .eos_id = setup_.eos_id, .bos_id = setup_.bos_id};
+  OrderIdentity id{.corpus_fingerprint = setup_.table.fingerprint,
+                   .seed = config_.seed,
+                   .logical_shards = config_.logical_shards,
+                   .seq_len = config_.seq_len,
+                   .eos_id = setup_.eos_id,
+                   .bos_id = setup_.bos_id};
   for (const auto& d : setup_.table.datasets) id.datasets.push_back(d.name);
   return id;
 }
@@ -92,23 +95,23 @@ RankState Loader::Impl::StartingState() {
                             comm_.rank());
   }
   RestoredState restored = RestoreRankState(comm_, config_.resume_from, Identity());
-  mpi::FailTogether(comm_, [&] {
-    CheckStateFits(restored.state, setup_.planner, config_.resume_from);
-  });
+  mpi::FailTogether(comm_,
+                    [&] { CheckStateFits(restored.state, setup_.planner, config_.resume_from); });
   if (restored.saved_weights != setup_.weights) {
     // Dynamic mixing: the new weights rule from this step on, so the counters start afresh
     // (kept, they would make the mixer first catch up with the new weights).
-    spdlog::info("resume: mixing weights changed; they rule from step {} on",
-                 restored.state.step);
+    spdlog::info("resume: mixing weights changed; they rule from step {} on", restored.state.step);
     std::fill(restored.state.delivered.begin(), restored.state.delivered.end(), 0);
   }
   return std::move(restored.state);
 }
 
 void Loader::Impl::Save(const std::string& step_dir) {
-  RankCheckpoint snapshot{.identity = Identity(), .weights = setup_.weights,
+  RankCheckpoint snapshot{.identity = Identity(),
+                          .weights = setup_.weights,
                           .world = static_cast<uint64_t>(comm_.size()),
-                          .rank = static_cast<uint64_t>(comm_.rank()), .state = delivered_};
+                          .rank = static_cast<uint64_t>(comm_.rank()),
+                          .state = delivered_};
   writer_.Submit(CheckpointPath(step_dir, snapshot.rank, snapshot.world), std::move(snapshot));
 }
 
@@ -186,10 +189,17 @@ void Loader::Save(const std::string& step_dir) { impl_->Save(step_dir); }
 void Loader::WaitForSave() { impl_->WaitForSave(); }
 uint64_t Loader::step() const { return impl_->delivered().step; }
 
-std::optional<std::string> Loader::FindResumeStep(
-    MPI_Comm comm, const std::string& checkpoint_dir,
-    const std::vector<std::string>& required_files) {
+std::optional<std::string> Loader::FindResumeStep(MPI_Comm comm, const std::string& checkpoint_dir,
+                                                  const std::vector<std::string>& required_files) {
   return FindNewestCompleteStep(mpi::Comm(comm), checkpoint_dir, required_files);
+}
+std::optional<std::string> Loader::PrepareResume(MPI_Comm comm, const std::string& checkpoint_dir,
+                                                 const std::vector<std::string>& required_files) {
+  const mpi::Comm world(comm);
+  const std::optional<std::string> step_dir =
+      FindNewestCompleteStep(world, checkpoint_dir, required_files);
+  SetAsideStepsAfter(world, checkpoint_dir, step_dir);
+  return step_dir;
 }
 const CorpusTable& Loader::corpus() const { return impl_->setup().table; }
 const std::vector<double>& Loader::weights() const { return impl_->setup().weights; }

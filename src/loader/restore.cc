@@ -46,6 +46,27 @@ std::optional<std::string> FindNewestCompleteStep(const mpi::Comm& comm,
   return chosen;
 }
 
+void SetAsideStepsAfter(const mpi::Comm& comm, const std::string& checkpoint_dir,
+                        const std::optional<std::string>& resume_dir) {
+  mpi::FailTogether(comm, [&] {
+    if (comm.rank() != 0) return;
+    const uint64_t resume_step = resume_dir ? DescribeStepFolder(*resume_dir).step : 0;
+    for (const StepFolder& folder : ListStepFolders(checkpoint_dir)) {
+      if (folder.step <= resume_step) continue;
+      std::string aside = folder.path + ".interrupted";
+      for (int k = 1; std::filesystem::exists(aside); ++k) {
+        aside = fmt::format("{}.interrupted-{}", folder.path, k);
+      }
+      std::error_code ec;
+      std::filesystem::rename(folder.path, aside, ec);
+      STOKER_CHECK(!ec, IoError, "cannot move the interrupted step {} aside to {}: {}", folder.path,
+                   aside, ec.message());
+      spdlog::warn("moved the interrupted step {} aside to {}: this run saves its own", folder.path,
+                   aside);
+    }
+  });
+}
+
 void CheckIdentity(const RankCheckpoint& saved, const OrderIdentity& now, const std::string& path) {
   const std::vector<std::string> differences = IdentityDifferences(saved.identity, now);
   if (differences.empty()) return;

@@ -28,6 +28,13 @@ std::optional<std::string> FindNewestCompleteStep(
     const mpi::Comm& comm, const std::string& checkpoint_dir,
     const std::vector<std::string>& required_files = {});
 
+// Collective. Renames every step folder under `checkpoint_dir` newer than `resume_dir` (nullopt:
+// all) to step-<N>.interrupted (or .interrupted-<K> when taken), logging each: a killed run leaves
+// such folders with some ranks' files, and the saves of the run that resumes must never
+// complete them with files of its own.
+void SetAsideStepsAfter(const mpi::Comm& comm, const std::string& checkpoint_dir,
+                        const std::optional<std::string>& resume_dir);
+
 struct RestoredState {
   RankState state;
   std::vector<double> saved_weights;  // the weights the checkpoint was saved with

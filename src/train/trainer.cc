@@ -90,8 +90,9 @@ LoaderConfig Trainer::ResumeConfig(const TrainOptions& options, const mpi::Comm&
                  "--resume needs --checkpoint-dir");
   });
   if (options.resume) {
-    const auto step_dir =
-        Loader::FindResumeStep(world.get(), options.checkpoint_dir, kTrainerFiles);
+    // The trainer always saves (at least its last step): newer, interrupted step folders go
+    // aside so that its saves never mix with files a killed run left in them.
+    const auto step_dir = Loader::PrepareResume(world.get(), options.checkpoint_dir, kTrainerFiles);
     if (step_dir) config.resume_from = *step_dir;
     if (!step_dir)
       spdlog::info("train: no checkpoint in {} yet: starting at step 0", options.checkpoint_dir);

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Builds stoker's libFuzzer targets (tests/fuzz: checkpoint, weights, jsonl, trace, config) with
+# clang, ASan and UBSan in build-fuzz, replays every input of tests/fuzz/regressions/<target>/
+# (crashes found before, now fixed), then fuzzes each target for a bounded time starting from
+# tests/fuzz/corpus/<target>/. Fails on the first crash, leak, sanitizer report or timeout and
+# names the input that caused it.
+#   scripts/fuzz.sh                         every target, FUZZ_SECONDS each
+#   FUZZ_SECONDS=600 scripts/fuzz.sh trace  one target, longer
+# Environment: FUZZ_SECONDS (default 20) per target; FUZZ_BUILD_DIR (default build-fuzz);
+# FUZZ_JOBS (make -j, default nproc). Inputs the fuzzer finds go to BUILD/fuzz-corpus/<target>/
+# (kept between runs, not in the repository); a crashing input goes to
+# BUILD/fuzz-artifacts/<target>/: fix the parser, then copy the input to
+# tests/fuzz/regressions/<target>/ (tests/unit/fuzz_regressions_test.cc replays it too).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+targets=(checkpoint weights jsonl trace config)
+[ $# -gt 0 ] && targets=("$@")
+build=${FUZZ_BUILD_DIR:-build-fuzz}
+seconds=${FUZZ_SECONDS:-20}
+for t in "${targets[@]}"; do
+  if [ ! -f "tests/fuzz/${t}_fuzz.cc" ]; then
+    echo "fuzz: no target '$t' (tests/fuzz/${t}_fuzz.cc)" >&2
+    exit 2
+  fi
+done
+if ! command -v clang++-14 > /dev/null; then
+  echo "fuzz: clang++-14 not found; run scripts/setup.sh (clang-14 libclang-rt-14-dev)" >&2
+  exit 1
+fi
+
+start=$SECONDS
+mkdir -p "$build"
+CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DSTOKER_FUZZ=ON -DSTOKER_BUILD_TORCH=OFF -DSTOKER_BUILD_BENCHMARKS=OFF \
+  -DSTOKER_BUILD_TESTS=OFF > "$build/fuzz-configure.log" 2>&1 ||
+  { cat "$build/fuzz-configure.log" >&2; echo "fuzz: configuring $build failed" >&2; exit 1; }
+if ! make -C "$build" -j "${FUZZ_JOBS:-$(nproc)}" "${targets[@]/%/_fuzz}" \
+     > "$build/fuzz-make.log" 2>&1; then
+  tail -50 "$build/fuzz-make.log" >&2
+  echo "fuzz: building the fuzz targets failed" >&2
+  exit 1
+fi
+echo "fuzz: built ${#targets[@]} targets in $((SECONDS - start)) s"
+
+# The trace target writes files: tmpfs when there is one.
+if [ -z "${TMPDIR:-}" ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
+export UBSAN_OPTIONS=print_stacktrace=1
+failed=0
+for t in "${targets[@]}"; do
+  binary="$build/tests/fuzz/${t}_fuzz"
+  artifacts="$build/fuzz-artifacts/$t"
+  log="$build/fuzz-$t.log"
+  mkdir -p "$build/fuzz-corpus/$t" "$artifacts"
+  shopt -s nullglob
+  regressions=(tests/fuzz/regressions/"$t"/*)
+  shopt -u nullglob
+  if [ ${#regressions[@]} -gt 0 ]; then
+    if ! "$binary" -artifact_prefix="$artifacts/" "${regressions[@]}" > "$log" 2>&1; then
+      tail -40 "$log" >&2
+      echo "fuzz: $t: a regression input crashes again (log: $log)" >&2
+      failed=1
+      continue
+    fi
+  fi
+  dict=()
+  [ -f "tests/fuzz/$t.dict" ] && dict=(-dict="tests/fuzz/$t.dict")
+  if "$binary" "$build/fuzz-corpus/$t" "tests/fuzz/corpus/$t" "${dict[@]}" \
+       -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+       -artifact_prefix="$artifacts/" > "$log" 2>&1; then
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+    seeds=$(find "tests/fuzz/corpus/$t" -type f | wc -l)
+    found=$(find "$build/fuzz-corpus/$t" -type f | wc -l)
+    echo "fuzz: $t: ok, ${runs:-?} inputs in ${seconds} s (${rate:-?}/s); corpus: $seeds seeds," \
+         "$found found here; ${#regressions[@]} regressions replayed"
+  else
+    tail -60 "$log" >&2
+    echo "fuzz: $t: CRASH; input: $(ls -t "$artifacts" | head -1 | sed "s|^|$artifacts/|")" >&2
+    echo "fuzz: fix the parser, then add the input to tests/fuzz/regressions/$t/ (log: $log)" >&2
+    failed=1
+  fi
+done
+echo "fuzz: done in $((SECONDS - start)) s"
+exit "$failed"

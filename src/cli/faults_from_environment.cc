@@ -1,0 +1,23 @@
+// The `stoker` program's fault plan for tests: STOKER_FAULTS (io/posix_io.h, ParseFaultPlan) is
+// read once, at start-up, before main() (a static initializer of this file, which only the
+// program links: the library never reads the variable). For testing only: docs/reliability.md.
+// A bad plan ends the process with exit code 2 and a message, before MPI starts.
+#include <cstdio>
+#include <cstdlib>
+
+#include "io/posix_io.h"
+#include "stoker/error.h"
+
+namespace {
+
+const bool kFaultPlanInstalled = [] {
+  try {
+    stoker::InstallFaultPlanFromEnvironment();
+  } catch (const stoker::Error& e) {
+    std::fprintf(stderr, "stoker: STOKER_FAULTS: %s\n", e.what());
+    std::exit(2);
+  }
+  return true;
+}();
+
+}  // namespace
