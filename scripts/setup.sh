@@ -17,6 +17,8 @@ packages=(
   # clang and its runtimes for libFuzzer (-fsanitize=fuzzer) and the sanitizers: scripts/fuzz.sh.
   clang-14 libclang-rt-14-dev
   python3
+  # h5py: tests write shards as other tools do (tests/cli/foreign_corpus.sh).
+  python3-h5py
   # libtorch links the reference BLAS by default; OpenBLAS takes its place (through Debian's
   # alternatives) and makes the example trainer's steps about 12x faster.
   libopenblas0-pthread

@@ -47,12 +47,20 @@ struct LoaderConfig {
   uint32_t prefetch = 4;                   // batches read ahead per rank (>= 1)
   uint64_t offset_cache_bytes = 8u << 20;  // document offsets cached per rank
   uint32_t max_open_files = 128;           // shard files a rank keeps open
+  uint64_t max_memory_bytes = 0;           // the most the loader may hold per rank (batches
+                                           // read ahead, offset cache, state), checked before
+                                           // anything is allocated; 0: half the memory this
+                                           // process may use (RAM, cgroup limit, ulimit -v)
   std::string resume_from;                 // a checkpoint step folder (step-<N>) to go on from;
                                            // empty: start at step 0. Weights may differ from
                                            // the saved run's: the new ones rule from here on.
 
-  // Every problem of the configuration that can be seen without the corpus, one line each.
+  // Every problem of the configuration that can be seen without the corpus, one line each:
+  // sizes of 0, logical shards above kMaxLogicalShards, a batch above 2^31 tokens, batches read
+  // ahead and the offset cache above max_memory_bytes, negative EOS/BOS ids or weights.
   std::vector<std::string> Problems() const;
+
+  static constexpr uint64_t kMaxLogicalShards = uint64_t{1} << 24;  // 16,777,216
 };
 
 // A run of one document's tokens within a batch, for diagnostics and tests: framed positions
@@ -112,6 +120,12 @@ class Loader {
   static std::optional<std::string> PrepareResume(
       MPI_Comm comm, const std::string& checkpoint_dir,
       const std::vector<std::string>& required_files = {});
+
+  // Collective over `comm`: for a run that starts at step 0 and will save into
+  // `checkpoint_dir`. Step folders already there belong to an earlier run, which this run's saves
+  // would overwrite or mix with: refused (ConfigError on every rank, naming them), unless
+  // `start_over`, when they are deleted first (each logged).
+  static void PrepareFreshStart(MPI_Comm comm, const std::string& checkpoint_dir, bool start_over);
 
   const CorpusTable& corpus() const;
   // Weights as used, normalized, per dataset in corpus order.

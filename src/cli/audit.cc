@@ -14,6 +14,7 @@
 
 #include "base/check.h"
 #include "cli/commands.h"
+#include "cli/json_text.h"
 #include "core/piece_audit.h"
 #include "io/corpus_stats.h"
 #include "io/piece_trace.h"
@@ -193,7 +194,7 @@ int AuditOnRankZero(const AuditArgs& args, const std::optional<CorpusTable>& cor
   if (corpus) facts = CorpusFacts(*corpus, runs, args.bos);
   const AuditCorpus* known = facts ? &*facts : nullptr;
   const AuditReport report = AuditTrace(std::move(runs), known);
-  const std::string text = args.json ? ReportJson(args.trace_dir, report, known).dump() + "\n"
+  const std::string text = args.json ? JsonText(ReportJson(args.trace_dir, report, known)) + "\n"
                                      : FormatReport(args.trace_dir, report, known);
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);

@@ -2,7 +2,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "base/check.h"
@@ -30,13 +32,26 @@ void ApplyItems(CLI::App* sub, std::istream& in, const std::string& source) {
 }  // namespace
 
 void ApplyConfigFile(CLI::App* sub, const std::string& path) {
-  std::ifstream in(path);
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  STOKER_CHECK(std::filesystem::exists(status), ConfigError, "--config {}: no such file", path);
+  STOKER_CHECK(!std::filesystem::is_directory(status), ConfigError,
+               "--config {}: is a folder, not a config file", path);
+  std::ifstream in(path, std::ios::binary);
   STOKER_CHECK(in.is_open(), ConfigError, "--config {}: cannot open it: {}", path,
                std::strerror(errno));
-  ApplyItems(sub, in, path);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  STOKER_CHECK(!in.bad(), ConfigError, "--config {}: cannot read it: {}", path,
+               std::strerror(errno));
+  ApplyConfigText(sub, text, path);
 }
 
 void ApplyConfigText(CLI::App* sub, std::string_view text, const std::string& source) {
+  // A binary file would otherwise be parsed as keys ("no option --ELF"): refuse it as such.
+  const size_t nul = text.find('\0');
+  STOKER_CHECK(nul == std::string_view::npos, ConfigError,
+               "--config {}: is not a text file (a NUL byte at offset {}); give a TOML or INI file",
+               source, nul);
   std::istringstream in{std::string(text)};
   ApplyItems(sub, in, source);
 }

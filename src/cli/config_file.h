@@ -4,8 +4,10 @@
 // converted and checked as the command line would do it.
 //
 // CLI11 2.1 reads a config file for the main app only (App::_process_config_file), never for a
-// subcommand's set_config, so subcommands apply it themselves, after parsing. Every problem (an
-// unreadable file, a syntax error, an unknown key, a bad value) is a ConfigError naming `source`;
+// subcommand's set_config, so subcommands apply it themselves, after parsing; an option that may
+// come from the file is therefore not marked required in CLI11, and its command checks it after
+// the file is applied. Every problem (a missing, unreadable or binary file, a folder, a syntax
+// error, an unknown key, a bad value) is a ConfigError naming `source`;
 // nothing else escapes (tests/fuzz/config_fuzz.cc checks that on arbitrary text).
 // Not collective; not thread safe (it changes `sub`'s options).
 #pragma once

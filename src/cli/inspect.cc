@@ -7,14 +7,18 @@
 //     tokens, token type, document-length statistics) and its fingerprint (io/corpus_stats.h).
 // --json prints one JSON object instead, whose "kind" says which. Errors (a corrupt or incomplete
 // checkpoint, naming the file) are raised on every rank together; the exit code is 1.
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "base/check.h"
 #include "cli/commands.h"
+#include "cli/json_text.h"
 #include "io/checkpoint_stats.h"
+#include "io/checkpoint_store.h"
 #include "io/corpus_stats.h"
 
 namespace stoker::cli {
@@ -35,11 +39,9 @@ nlohmann::json LengthsJson(const LengthHistogram& h) {
 nlohmann::json CorpusJson(const CorpusStats& stats) {
   nlohmann::json datasets = nlohmann::json::object();
   for (const auto& d : stats.datasets) {
-    datasets[d.name] = {{"files", d.files},
-                        {"docs", d.docs},
-                        {"tokens", d.tokens},
-                        {"dtype", TokenTypesLabel(d.token_types)},
-                        {"doc_length", LengthsJson(d.doc_lengths)}};
+    datasets[d.name] = {{"files", d.files},           {"docs", d.docs},
+                        {"tokens", d.tokens},         {"dtype", TokenTypesLabel(d.token_types)},
+                        {"tokenizers", d.tokenizers}, {"doc_length", LengthsJson(d.doc_lengths)}};
   }
   return {{"kind", "corpus"},
           {"root", stats.root},
@@ -117,7 +119,7 @@ int InspectCorpus(const InspectArgs& args, const mpi::Comm& world) {
   });
   const CorpusStats stats = CollectCorpusStats(world, args.path);
   if (world.rank() == 0) {
-    Print(args.json ? CorpusJson(stats).dump() + "\n" : FormatCorpusStats(stats));
+    Print(args.json ? JsonText(CorpusJson(stats)) + "\n" : FormatCorpusStats(stats));
   }
   return 0;
 }
@@ -131,15 +133,39 @@ int InspectCheckpoint(const InspectArgs& args, const std::string& step_dir,
     if (world.rank() == 0) stats = CollectCheckpointStats(step_dir, corpus ? &*corpus : nullptr);
   });
   if (world.rank() == 0) {
-    Print(args.json ? CheckpointJson(stats).dump() + "\n" : FormatCheckpointStats(stats));
+    Print(args.json ? JsonText(CheckpointJson(stats)) + "\n" : FormatCheckpointStats(stats));
   }
   return 0;
+}
+
+// A folder of step folders (a --checkpoint-dir) is neither a corpus nor one checkpoint: refused,
+// naming the newest step, rather than reported as a corpus whose datasets hold no shards.
+void RefuseCheckpointFolder(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return;  // discovery says what it is
+  std::vector<StepFolder> steps = ListStepFolders(path);
+  std::erase_if(steps, [&](const StepFolder& s) {
+    return !std::filesystem::is_directory(s.path + "/loader", ec);
+  });
+  if (steps.empty()) return;
+  const auto complete =
+      std::find_if(steps.rbegin(), steps.rend(), [](const StepFolder& s) { return s.complete(); });
+  const std::string newest =
+      complete != steps.rend()
+          ? fmt::format("the newest complete one is {}", complete->path)
+          : fmt::format("none is complete; the newest is {}", steps.back().path);
+  throw ConfigError(
+      fmt::format("{} is a checkpoint folder, not a corpus or one checkpoint: it "
+                  "holds {} step folders (steps {} to {}); inspect one of them: {}",
+                  path, steps.size(), steps.front().step, steps.back().step, newest));
 }
 
 int RunInspect(const InspectArgs& args, const mpi::Comm& world) {
   std::string step_dir;  // empty: not a checkpoint
   mpi::FailTogether(world, [&] {
-    if (world.rank() == 0) step_dir = CheckpointStepFolder(args.path).value_or("");
+    if (world.rank() != 0) return;
+    step_dir = CheckpointStepFolder(args.path).value_or("");
+    if (step_dir.empty()) RefuseCheckpointFolder(args.path);
   });
   world.Broadcast(&step_dir, 0);
   if (step_dir.empty()) return InspectCorpus(args, world);
@@ -181,7 +207,8 @@ Command SetupInspect(CLI::App& app) {
                 "Print one JSON object instead of the tables. For a corpus: kind \"corpus\", "
                 "root, fingerprint, total_files, total_docs, total_tokens, dtype, doc_length "
                 "{min, mean, p50, p90, p99, max}, and datasets: NAME -> {files, docs, tokens, "
-                "dtype, doc_length}. For a checkpoint: kind \"checkpoint\", path, "
+                "dtype, tokenizers (the shards' tokenizer attributes), doc_length}. For a "
+                "checkpoint: kind \"checkpoint\", path, "
                 "format_version, step, world_size, generation, corpus_fingerprint, seed, "
                 "logical_shards, seq_len, eos_id, bos_id (null: none), bytes, with_corpus, "
                 "datasets: NAME -> {weight, started_tokens (the mixing counter: framed tokens "

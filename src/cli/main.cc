@@ -10,6 +10,7 @@
 
 #include "base/log.h"
 #include "cli/commands.h"
+#include "cli/number_options.h"
 #include "mpi/comm.h"
 #include "stoker/error.h"
 
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
         stoker::cli::SetupSynth(app),   stoker::cli::SetupPack(app), stoker::cli::SetupVerify(app),
         stoker::cli::SetupInspect(app), stoker::cli::SetupRun(app),  stoker::cli::SetupReshard(app),
         stoker::cli::SetupAudit(app)};
+    stoker::cli::RefuseNegativeNumbers(&app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

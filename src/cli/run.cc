@@ -20,6 +20,7 @@
 #include "base/log.h"
 #include "cli/commands.h"
 #include "cli/config_file.h"
+#include "cli/json_text.h"
 #include "core/weights.h"
 #include "io/piece_trace.h"
 #include "stoker/loader.h"
@@ -40,6 +41,7 @@ struct RunOptions {
   std::string checkpoint_dir;  // --checkpoint-dir
   uint64_t save_every = 0;     // --save-every (0: never)
   bool resume = false;         // --resume
+  bool start_over = false;     // --start-over
 };
 
 // DIR/rank-<r>.bin, created afresh; every batch goes out with write(2) before the next one is
@@ -100,11 +102,16 @@ int RunRun(const RunOptions& options, const mpi::Comm& world) {
   config.eos_id = options.eos_id;
   config.bos_id = options.bos_id;
   mpi::FailTogether(world, [&] {
+    STOKER_CHECK(!config.data.empty(), ConfigError,
+                 "--data is required: the corpus folder, on the command line or as data = "
+                 "\"DIR\" in --config");
     config.weights = ParseWeights(options.weights);
     STOKER_CHECK(!options.resume || !options.checkpoint_dir.empty(), ConfigError,
                  "--resume needs --checkpoint-dir");
     STOKER_CHECK(options.save_every == 0 || !options.checkpoint_dir.empty(), ConfigError,
                  "--save-every needs --checkpoint-dir");
+    STOKER_CHECK(!options.start_over || !options.checkpoint_dir.empty(), ConfigError,
+                 "--start-over needs --checkpoint-dir");
   });
   const auto start = std::chrono::steady_clock::now();
   if (options.resume) {
@@ -115,6 +122,8 @@ int RunRun(const RunOptions& options, const mpi::Comm& world) {
     if (step_dir) config.resume_from = *step_dir;
     if (!step_dir)
       spdlog::info("run: no checkpoint in {} yet: starting at step 0", options.checkpoint_dir);
+  } else if (options.save_every > 0) {
+    Loader::PrepareFreshStart(world.get(), options.checkpoint_dir, options.start_over);
   }
   Loader loader(world.get(), config);
   const double startup = Since(start);
@@ -162,7 +171,7 @@ int RunRun(const RunOptions& options, const mpi::Comm& world) {
         {"max_wait_seconds", max_wait / 1e6},
         {"seq_len", config.seq_len},
         {"batch_size", config.batch_size}};
-    std::puts(line.dump().c_str());
+    std::puts(JsonText(line).c_str());
   }
   return 0;
 }
@@ -181,7 +190,9 @@ Command SetupRun(CLI::App& app) {
   sub->add_option("--config", options->config_file,
                   "Read options from a TOML or INI file (keys are the long option names, e.g. "
                   "seq-len = 2048); flags given on the command line win");
-  sub->add_option("--data", c.data, "Corpus folder (see docs/format.md)")->required();
+  // Not required() in CLI11: --config may give it (checked in RunRun, once the file is applied).
+  sub->add_option("--data", c.data,
+                  "Corpus folder (see docs/format.md); required, here or in --config");
   sub->add_option("--weights", options->weights,
                   "Mixing weights as NAME=W,NAME=W (relative; datasets not named are not read). "
                   "Default: proportional to each dataset's tokens");
@@ -195,14 +206,18 @@ Command SetupRun(CLI::App& app) {
   sub->add_option("--logical-shards", c.logical_shards,
                   "Units of the order that ranks own; any rank count up to it works (a dataset "
                   "must still give every rank a document). Ranks balance within about 1% while "
-                  "logical shards >= 100 x ranks")
+                  "logical shards >= 100 x ranks. At most 16777216")
       ->capture_default_str();
   sub->add_option("--eos-id", options->eos_id,
                   "End-of-document token appended to every document (default: the corpus's "
                   "eos_id attribute, else 0)");
   sub->add_option("--bos-id", options->bos_id,
                   "Beginning-of-document token put before every document (default: none)");
-  sub->add_option("--prefetch", c.prefetch, "Batches each rank reads ahead")->capture_default_str();
+  sub->add_option("--prefetch", c.prefetch,
+                  "Batches each rank reads ahead. The batches in flight (prefetch + 2) and the "
+                  "offset cache must fit in half the memory a rank may use (RAM, cgroup limit, "
+                  "ulimit -v): checked before anything is allocated")
+      ->capture_default_str();
   sub->add_option("--dump", options->dump,
                   "Write every delivered batch to DIR/rank-<r>.bin (raw little-endian int64 rows "
                   "of seq-len + 1 tokens), each before the next batch is taken");
@@ -218,11 +233,16 @@ Command SetupRun(CLI::App& app) {
   sub->add_option("--save-every", options->save_every,
                   "Save the loader's state every K global steps (0: never)")
       ->capture_default_str();
-  sub->add_flag(
+  CLI::Option* resume = sub->add_flag(
       "--resume", options->resume,
       "Go on from the newest complete step under --checkpoint-dir, on any number of "
       "ranks (no step folder yet: start at step 0; step folders none of which is complete: "
       "refused); --steps N still stops after global step N");
+  sub->add_flag("--start-over", options->start_over,
+                "Start at step 0 although --checkpoint-dir holds step folders of an earlier run: "
+                "they are deleted first. Without it (and without --resume) such a run is refused, "
+                "never overwriting them")
+      ->excludes(resume);
   return {sub, [options, sub](const mpi::Comm& world) {
             if (!options->config_file.empty()) {
               mpi::FailTogether(world, [&] { ApplyConfigFile(sub, options->config_file); });

@@ -67,7 +67,8 @@ Command SetupSynth(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--unique-tokens", spec.unique_tokens,
                 "Make every token its position in the corpus (all values distinct; for tests "
-                "that count tokens). vocab_size becomes total tokens + 1, eos_id total tokens");
+                "that count tokens). eos_id becomes total tokens, bos_id total tokens + 1 and "
+                "vocab_size total tokens + 2");
   sub->add_flag("--force", spec.force,
                 "Write into OUT even if it already holds shards: first removes the part-*.h5 "
                 "files of the dataset folders this run writes (none is left from an earlier "

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/json_text.h"
 
 namespace stoker::cli {
 
@@ -50,7 +51,7 @@ int RunVerify(const VerifyArgs& args, const mpi::Comm& world) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (world.rank() == 0) {
     if (args.json) {
-      std::puts(ReportJson(report, seconds).dump().c_str());
+      std::puts(JsonText(ReportJson(report, seconds)).c_str());
     } else {
       for (const auto& p : report.problems) std::puts(p.ToString().c_str());
       std::puts(report.Summary(seconds).c_str());

@@ -74,20 +74,32 @@ void RowPlanner::NextRow(std::vector<Segment>* row) {
 }
 
 void RowPlanner::StartNextDocument() {
-  while (true) {
-    const auto dataset = mixer_.Pick(state_.delivered, available_);
-    STOKER_CHECK(dataset.has_value(), DataError,
-                 "rank {} of {} has no documents to read: every dataset of positive weight is "
-                 "empty on its {} logical shards",
-                 config_.rank, config_.world, state_.shards.size());
-    if (StartDocumentOf(*dataset)) return;
-  }
+  const auto dataset = mixer_.Pick(state_.delivered, available_);
+  STOKER_CHECK(dataset.has_value(), DataError,
+               "rank {} of {} has no documents to read: every dataset of positive weight is "
+               "empty on its {} logical shards",
+               config_.rank, config_.world, state_.shards.size());
+  StartDocumentOf(*dataset);
 }
 
-// Starts the next non-empty document of `dataset` on this rank; false (and the dataset marked
-// unavailable) when a whole epoch of this rank's share held only empty documents.
-bool RowPlanner::StartDocumentOf(uint32_t dataset) {
-  for (uint64_t skipped = 0; skipped <= rank_docs_[dataset]; ++skipped) {
+// Starts the next non-empty document of `dataset` on this rank, passing over empty ones, into
+// the rank's next epochs of the dataset if need be: the rank's share of one epoch may hold only
+// empty documents, but the order changes every epoch, so every non-empty document comes to
+// every rank in time (set-up refuses a dataset of positive weight without tokens). Nothing but
+// the state decides, so a resumed run passes over the same documents. Expected skips are about
+// the dataset's documents over its non-empty ones; the bound, kSkipBound times the dataset's
+// documents, is passed by chance with probability about e^-kSkipBound, so reaching it means the
+// corpus broke its promise (changed under the loader) and is an error, not a loop without end.
+void RowPlanner::StartDocumentOf(uint32_t dataset) {
+  constexpr uint64_t kSkipBound = 64;
+  const uint64_t docs = config_.datasets[dataset].docs;
+  for (uint64_t skipped = 0;; ++skipped) {
+    STOKER_CHECK(skipped < kSkipBound * (docs + rank_docs_[dataset]), DataError,
+                 "rank {} of {} passed over {} empty documents of dataset {} in a row ({} "
+                 "epochs of its share) without a non-empty one; its {} documents hold no token "
+                 "this rank can reach (did the corpus change under the run?)",
+                 config_.rank, config_.world, skipped, config_.datasets[dataset].name,
+                 skipped / rank_docs_[dataset], docs);
     const uint64_t shard = NextShard(dataset);
     const ShardCursor& cursor = state_.cursor(shard, dataset);
     const uint64_t position = orders_[dataset].Slice(shard).begin + cursor.position;
@@ -99,10 +111,8 @@ bool RowPlanner::StartDocumentOf(uint32_t dataset) {
     }
     state_.delivered[dataset] += framed;
     state_.unfinished.push_back({dataset, shard});
-    return true;
+    return;
   }
-  available_[dataset] = false;
-  return false;
 }
 
 void RowPlanner::FindLeastEpoch(uint32_t dataset) {

@@ -12,7 +12,9 @@
 // wraps to its next epoch, on its own: a small dataset with a large weight is upsampled. Cycles
 // pass over shards already ahead of the rank's least advanced one, so a rank delivers all of its
 // share of a dataset's epoch e before any document of epoch e + 1 (slices differ by at most one
-// document, so this costs at most one pass of skips per epoch).
+// document, so this costs at most one pass of skips per epoch). Empty documents are passed over,
+// into the next epochs if a rank's share of an epoch holds no other: a dataset of positive
+// weight is never given up while it has a non-empty document.
 //
 // Document lengths come from a DocLocator the caller supplies (the loader reads document offsets;
 // tests make them up). The state (RankState) is a value the planner advances; copy it between
@@ -89,7 +91,7 @@ class RowPlanner {
  private:
   // Picks the next document and makes it the front of state_.unfinished.
   void StartNextDocument();
-  bool StartDocumentOf(uint32_t dataset);
+  void StartDocumentOf(uint32_t dataset);
   uint64_t NextShard(uint32_t dataset);
   void Advance(uint64_t shard, uint32_t dataset);
   void FindLeastEpoch(uint32_t dataset);
@@ -104,7 +106,7 @@ class RowPlanner {
   std::vector<uint64_t> interleave_keys_;      // per dataset: from (seed, name, world, rank, generation)
   std::vector<std::vector<uint64_t>> active_;  // per dataset: owned shards with documents
   std::vector<uint64_t> rank_docs_;            // per dataset: documents in those shards
-  std::vector<bool> available_;
+  std::vector<bool> available_;                // per dataset: positive weight, owned documents
   std::vector<uint64_t> least_epoch_;         // per dataset: lowest epoch of its active shards
   std::vector<uint64_t> at_least_epoch_;      // per dataset: active shards in that epoch
   std::vector<uint64_t> touched_;              // cursor indices changed since TakeDelta

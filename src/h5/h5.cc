@@ -310,9 +310,12 @@ std::string File::ReadStringAttribute(const std::string& name) const {
   STOKER_CHECK(points == 1, DataError, "{}: attribute {} holds {} strings, not one", path_, name,
                points);
   if (H5Tis_variable_str(type.get()) > 0) {
+    // Variable-length, as h5py writes a str attribute (UTF-8). The memory type takes the file's
+    // character set: HDF5 has no conversion between ASCII and UTF-8 strings.
     char* text = nullptr;
     const Hid mem(Check(H5Tcopy(H5T_C_S1), "H5Tcopy"));
-    H5Tset_size(mem.get(), H5T_VARIABLE);
+    Check(H5Tset_size(mem.get(), H5T_VARIABLE), "H5Tset_size");
+    Check(H5Tset_cset(mem.get(), H5Tget_cset(type.get())), "H5Tset_cset");
     Check(H5Aread(attr.get(), mem.get(), &text), path_ + ": cannot read attribute " + name);
     std::string value = text != nullptr ? text : "";
     H5free_memory(text);
@@ -321,6 +324,9 @@ std::string File::ReadStringAttribute(const std::string& name) const {
   std::string value(H5Tget_size(type.get()), '\0');
   Check(H5Aread(attr.get(), type.get(), value.data()), path_ + ": cannot read attribute " + name);
   value.resize(value.find('\0') == std::string::npos ? value.size() : value.find('\0'));
+  if (H5Tget_strpad(type.get()) == H5T_STR_SPACEPAD) {
+    value.erase(value.find_last_not_of(' ') + 1);  // Fortran's padding is not part of the text
+  }
   return value;
 }
 

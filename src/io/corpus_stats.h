@@ -28,6 +28,7 @@ struct DatasetStats {
   uint64_t docs = 0;
   uint64_t tokens = 0;
   std::vector<TokenType> token_types;  // the distinct types of its shards, in enum order
+  std::vector<std::string> tokenizers;  // the distinct tokenizer attributes of its shards, sorted
   LengthHistogram doc_lengths;         // document lengths in tokens
 };
 

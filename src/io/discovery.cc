@@ -1,82 +1,17 @@
 #include "io/discovery.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 
 #include "base/bytes.h"
 #include "base/check.h"
 #include "core/fingerprint.h"
 #include "core/token_type.h"
 #include "h5/h5.h"
+#include "io/corpus_listing.h"
 
 namespace stoker {
 
-namespace fs = std::filesystem;
-
 namespace {
-
-// Rank 0's listing: dataset names, and for each the shards' paths relative to the root.
-struct Listing {
-  std::vector<std::string> datasets;
-  std::vector<std::vector<std::string>> shards;
-};
-
-Listing ListCorpus(const std::string& root) {
-  std::error_code ec;
-  STOKER_CHECK(fs::exists(root, ec), ConfigError, "corpus folder {} does not exist", root);
-  STOKER_CHECK(fs::is_directory(root, ec), ConfigError, "corpus {} is not a folder", root);
-  Listing listing;
-  for (const auto& entry : fs::directory_iterator(root)) {
-    const std::string name = entry.path().filename().string();
-    if (name.starts_with(".") || !entry.is_directory()) continue;
-    listing.datasets.push_back(name);
-  }
-  std::sort(listing.datasets.begin(), listing.datasets.end());
-  for (const auto& name : listing.datasets) {
-    std::vector<std::string> shards;
-    const auto options = fs::directory_options::follow_directory_symlink;
-    for (auto it = fs::recursive_directory_iterator(fs::path(root) / name, options);
-         it != fs::recursive_directory_iterator(); ++it) {
-      // Hidden folders are ignored at every depth (docs/format.md), not only as datasets.
-      if (it->is_directory() && it->path().filename().string().starts_with(".")) {
-        it.disable_recursion_pending();
-        continue;
-      }
-      if (it->path().extension() != ".h5" || !it->is_regular_file()) continue;
-      shards.push_back(it->path().lexically_relative(root).generic_string());
-    }
-    std::sort(shards.begin(), shards.end());
-    listing.shards.push_back(std::move(shards));
-  }
-  return listing;
-}
-
-std::string EncodeListing(const Listing& listing) {
-  ByteWriter out;
-  out.Put<uint64_t>(listing.datasets.size());
-  for (size_t d = 0; d < listing.datasets.size(); ++d) {
-    out.PutString(listing.datasets[d]);
-    out.Put<uint64_t>(listing.shards[d].size());
-    for (const auto& path : listing.shards[d]) out.PutString(path);
-  }
-  return out.Take();
-}
-
-Listing DecodeListing(const std::string& bytes) {
-  ByteReader in(bytes);
-  Listing listing;
-  const auto n = in.Get<uint64_t>();
-  for (uint64_t d = 0; d < n; ++d) {
-    listing.datasets.push_back(in.GetString());
-    listing.shards.emplace_back(in.Get<uint64_t>());
-    for (auto& path : listing.shards.back()) path = in.GetString();
-  }
-  return listing;
-}
 
 void PutOptional(ByteWriter* out, const std::optional<int64_t>& value) {
   out->Put<uint8_t>(value.has_value());
@@ -220,10 +155,14 @@ void FinishTable(CorpusTable* table) {
 CorpusScan ScanCorpus(const mpi::Comm& comm, const std::string& root) {
   std::string listing_bytes;
   mpi::FailTogether(comm, [&] {
-    if (comm.rank() == 0) listing_bytes = EncodeListing(ListCorpus(root));
+    if (comm.rank() != 0) return;
+    ByteWriter out;
+    EncodeListing(ListCorpus(root), &out);
+    listing_bytes = out.Take();
   });
   comm.Broadcast(&listing_bytes, 0);
-  const Listing listing = DecodeListing(listing_bytes);
+  ByteReader listing_in(listing_bytes);
+  CorpusListing listing = DecodeListing(&listing_in);
 
   // Flatten to one list of files; file i is described by rank i mod W.
   std::vector<std::pair<std::string, uint32_t>> files;
@@ -243,6 +182,7 @@ CorpusScan ScanCorpus(const mpi::Comm& comm, const std::string& root) {
 
   CorpusScan scan;
   scan.table.root = root;
+  scan.problems = std::move(listing.problems);
   if (listing.datasets.empty()) {
     scan.problems.push_back({"", "", std::nullopt, "the corpus has no datasets (no subfolders)"});
   }

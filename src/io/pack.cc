@@ -10,6 +10,7 @@
 
 #include "base/bytes.h"
 #include "base/check.h"
+#include "base/memory.h"
 #include "core/byte_tokenizer.h"
 #include "io/jsonl_doc.h"
 #include "io/pack_sink.h"
@@ -158,6 +159,15 @@ void PackSpec::Validate() const {
   }
   if (field.empty()) problems.push_back("--field must not be empty");
   if (shard_tokens == 0) problems.push_back("--shard-tokens must be at least 1");
+  // A rank gathers one shard's tokens in memory, 4 bytes each (8 for ids above 2^32 - 1).
+  const double shard_bytes = 4.0 * static_cast<double>(shard_tokens);
+  if (const uint64_t usable = UsableMemoryBytes(); shard_bytes > static_cast<double>(usable) / 2) {
+    problems.push_back(fmt::format(
+        "--shard-tokens {} needs {} per rank to gather a shard, above "
+        "half of the {} this process may use (RAM, cgroup limit, "
+        "ulimit -v)",
+        shard_tokens, FormatBytes(shard_bytes), FormatBytes(static_cast<double>(usable))));
+  }
   if (vocab_size && (*vocab_size == 0 || *vocab_size > kMaxTokenId)) {
     problems.push_back(fmt::format("--vocab-size {} must be in [1, 2^63 - 1]", *vocab_size));
   }

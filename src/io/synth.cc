@@ -71,12 +71,20 @@ std::vector<uint64_t> DocOffsets(const SynthSpec& spec, const SynthFile& file) {
   return offsets;
 }
 
+// With unique tokens, ids 0 .. total - 1 are the tokens, total is the EOS and total + 1 a BOS that
+// runs may ask for (--bos-id): every id the loader can deliver is distinct and in the vocabulary.
 ShardAttributes AttributesFor(const SynthSpec& spec) {
-  const uint64_t vocab = spec.unique_tokens ? TotalTokens(spec) + 1 : spec.vocab;
   ShardAttributes attributes;
-  attributes.vocab_size = static_cast<int64_t>(vocab);
-  attributes.eos_id = static_cast<int64_t>(vocab - 1);
   attributes.tokenizer = "synthetic";
+  if (spec.unique_tokens) {
+    const auto total = static_cast<int64_t>(TotalTokens(spec));
+    attributes.vocab_size = total + 2;
+    attributes.eos_id = total;
+    attributes.bos_id = total + 1;
+    return attributes;
+  }
+  attributes.vocab_size = static_cast<int64_t>(spec.vocab);
+  attributes.eos_id = static_cast<int64_t>(spec.vocab - 1);
   return attributes;
 }
 

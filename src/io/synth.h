@@ -5,7 +5,8 @@
 // log-normal (sigma 1 of the underlying normal, mu chosen so the mean is mean_doc_len, at least
 // one token); tokens are uniform in [0, vocab - 1), and vocab - 1 is the eos_id no document uses.
 // With unique_tokens every token is instead its position in the whole corpus (dataset by dataset,
-// file by file), so each value occurs exactly once: tests use it to count tokens.
+// file by file), so each value occurs exactly once: tests use it to count tokens. The shards then
+// say eos_id = total tokens, bos_id = total tokens + 1, vocab_size = total tokens + 2.
 //
 // Every random stream is keyed by (seed, purpose, dataset index, file index), so a file's bytes
 // depend only on the spec: the same spec writes the same bytes, whatever the number of ranks.

@@ -201,6 +201,9 @@ std::optional<std::string> Loader::PrepareResume(MPI_Comm comm, const std::strin
   SetAsideStepsAfter(world, checkpoint_dir, step_dir);
   return step_dir;
 }
+void Loader::PrepareFreshStart(MPI_Comm comm, const std::string& checkpoint_dir, bool start_over) {
+  stoker::PrepareFreshStart(mpi::Comm(comm), checkpoint_dir, start_over);
+}
 const CorpusTable& Loader::corpus() const { return impl_->setup().table; }
 const std::vector<double>& Loader::weights() const { return impl_->setup().weights; }
 int64_t Loader::eos_id() const { return impl_->setup().eos_id; }

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <set>
+#include <utility>
 
 #include "base/check.h"
+#include "base/memory.h"
 #include "io/discovery.h"
 
 namespace stoker {
@@ -61,6 +64,80 @@ void CheckEveryRankHasDocuments(const LoaderSetup& setup, uint64_t world) {
 
 }  // namespace
 
+namespace {
+
+// What a rank's loader holds besides the corpus table and its state: the batches of int64 tokens
+// read ahead (prefetch of them queued, one being made, one the trainer holds) and the offset
+// cache. In double: the factors are as typed and may overflow 64 bits.
+double BufferBytes(const LoaderConfig& c) {
+  return (static_cast<double>(c.prefetch) + 2) * static_cast<double>(c.batch_size) *
+             (static_cast<double>(c.seq_len) + 1) * sizeof(int64_t) +
+         static_cast<double>(c.offset_cache_bytes);
+}
+
+// The most the loader may hold per rank, and where that figure comes from.
+std::pair<uint64_t, std::string> MemoryBudget(const LoaderConfig& c) {
+  if (c.max_memory_bytes > 0) return {c.max_memory_bytes, "max_memory_bytes"};
+  const uint64_t usable = UsableMemoryBytes();
+  return {usable / 2, fmt::format("half of the {} this process may use: RAM, cgroup limit, "
+                                  "ulimit -v",
+                                  FormatBytes(static_cast<double>(usable)))};
+}
+
+std::string BufferBreakdown(const LoaderConfig& c) {
+  return fmt::format(
+      "{} batches of --batch-size {} x (--seq-len {} + 1) int64 tokens (--prefetch "
+      "{} + 2) and an offset cache of {}",
+      static_cast<uint64_t>(c.prefetch) + 2, c.batch_size, c.seq_len, c.prefetch,
+      FormatBytes(static_cast<double>(c.offset_cache_bytes)));
+}
+
+// A rank's state: a cursor per owned logical shard and dataset, held three times (the planner's,
+// the state after the last batch delivered, a snapshot being saved), and the planner's list of
+// the shards with documents.
+double StateBytes(uint64_t logical_shards, uint64_t world, uint64_t datasets) {
+  const double owned = std::ceil(static_cast<double>(logical_shards) / static_cast<double>(world));
+  return owned * static_cast<double>(datasets) * (3 * sizeof(ShardCursor) + sizeof(uint64_t));
+}
+
+// Buffers and state against the budget: Problems() checked the buffers alone, before the corpus
+// told how many datasets the state holds. Budgets may differ between ranks (nodes of other
+// sizes): the caller fails together.
+void CheckMemory(const LoaderConfig& config, uint64_t world, uint64_t datasets) {
+  const auto [budget, why] = MemoryBudget(config);
+  const double state = StateBytes(config.logical_shards, world, datasets);
+  const double bytes = BufferBytes(config) + state;
+  if (bytes <= static_cast<double>(budget)) return;
+  Refuse({fmt::format(
+      "the loader would hold {} per rank ({}, and a state of {} for "
+      "--logical-shards {} over {} ranks x {} datasets), above the {} it may hold "
+      "({})",
+      FormatBytes(bytes), BufferBreakdown(config), FormatBytes(state), config.logical_shards, world,
+      datasets, FormatBytes(static_cast<double>(budget)), why)});
+}
+
+// EOS and BOS ids every shard's vocabulary holds: an id at or above a shard's vocab_size would
+// put a token the model cannot embed into every row.
+void CheckIdsInVocabulary(const LoaderSetup& setup) {
+  std::vector<std::string> problems;
+  for (const auto& [name, id] :
+       {std::pair<const char*, std::optional<int64_t>>{"--eos-id", setup.eos_id},
+        {"--bos-id", setup.bos_id}}) {
+    if (!id) continue;
+    for (const ShardInfo& shard : setup.table.shards) {
+      if (!shard.vocab_size || *id < *shard.vocab_size) continue;
+      problems.push_back(
+          fmt::format("{} {} is outside the vocabulary of {}: vocab_size {} "
+                      "(ids 0 to {})",
+                      name, *id, shard.path, *shard.vocab_size, *shard.vocab_size - 1));
+      break;
+    }
+  }
+  if (!problems.empty()) Refuse(problems);
+}
+
+}  // namespace
+
 std::vector<std::string> LoaderConfig::Problems() const {
   std::vector<std::string> problems;
   if (data.empty()) problems.push_back("no corpus folder (--data)");
@@ -74,8 +151,19 @@ std::vector<std::string> LoaderConfig::Problems() const {
                                    batch_size, seq_len));
   }
   if (logical_shards == 0) problems.push_back("--logical-shards must be at least 1");
+  if (logical_shards > kMaxLogicalShards) {
+    problems.push_back(fmt::format("--logical-shards {} is above the maximum of {}", logical_shards,
+                                   kMaxLogicalShards));
+  }
   if (prefetch == 0) problems.push_back("--prefetch must be at least 1");
   if (max_open_files == 0) problems.push_back("max_open_files must be at least 1");
+  const auto [budget, why] = MemoryBudget(*this);
+  if (const double bytes = BufferBytes(*this); bytes > static_cast<double>(budget)) {
+    problems.push_back(fmt::format(
+        "the loader would hold {} per rank ({}), above the {} it may "
+        "hold ({})",
+        FormatBytes(bytes), BufferBreakdown(*this), FormatBytes(static_cast<double>(budget)), why));
+  }
   if (eos_id && *eos_id < 0) problems.push_back(fmt::format("--eos-id {} is negative", *eos_id));
   if (bos_id && *bos_id < 0) problems.push_back(fmt::format("--bos-id {} is negative", *bos_id));
   for (const auto& [name, weight] : weights) {
@@ -105,7 +193,10 @@ std::vector<double> ResolveWeights(const LoaderConfig& config, const CorpusTable
       w = it == config.weights.end() ? 0.0 : it->second;
     }
     if (w > 0 && d.tokens == 0) {
-      problems.push_back(fmt::format("dataset {} has weight {} but no tokens", d.name, w));
+      problems.push_back(
+          fmt::format("dataset {} has weight {} but no tokens: its {} documents "
+                      "are all empty (give it weight 0)",
+                      d.name, w, d.docs));
     }
     weights.push_back(w);
     total += w;
@@ -119,9 +210,15 @@ std::vector<double> ResolveWeights(const LoaderConfig& config, const CorpusTable
 }
 
 LoaderSetup SetUpLoader(const mpi::Comm& comm, const LoaderConfig& config) {
-  if (auto problems = config.Problems(); !problems.empty()) Refuse(problems);
+  // The memory budget is the node's: ranks on nodes of other sizes may disagree.
+  mpi::FailTogether(comm, [&] {
+    if (auto problems = config.Problems(); !problems.empty()) Refuse(problems);
+  });
   LoaderSetup setup;
   setup.table = DiscoverCorpus(comm, config.data);
+  mpi::FailTogether(comm, [&] {
+    CheckMemory(config, static_cast<uint64_t>(comm.size()), setup.table.datasets.size());
+  });
   if (static_cast<uint64_t>(comm.size()) > config.logical_shards) {
     Refuse({config.resume_from.empty()
                 ? fmt::format("{} ranks but only {} logical shards: every rank needs at least "
@@ -136,6 +233,7 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, const LoaderConfig& config) {
   setup.eos_id = config.eos_id.value_or(
       CorpusAttribute(setup.table, "eos_id", &ShardInfo::eos_id).value_or(0));
   setup.bos_id = config.bos_id;
+  CheckIdsInVocabulary(setup);
   PlannerConfig& p = setup.planner;
   p.seed = config.seed;
   p.logical_shards = config.logical_shards;

@@ -67,6 +67,26 @@ void SetAsideStepsAfter(const mpi::Comm& comm, const std::string& checkpoint_dir
   });
 }
 
+void PrepareFreshStart(const mpi::Comm& comm, const std::string& checkpoint_dir, bool start_over) {
+  mpi::FailTogether(comm, [&] {
+    if (comm.rank() != 0) return;
+    const std::vector<StepFolder> steps = ListStepFolders(checkpoint_dir);
+    if (steps.empty()) return;
+    STOKER_CHECK(start_over, ConfigError,
+                 "{} already holds {} step folders of an earlier run (step {} to {}, the newest "
+                 "{}): this run would start at step 0 and overwrite them. Go on from them with "
+                 "--resume, choose another --checkpoint-dir, or pass --start-over to delete them",
+                 checkpoint_dir, steps.size(), steps.front().step, steps.back().step,
+                 steps.back().path);
+    for (const StepFolder& step : steps) {
+      std::error_code ec;
+      std::filesystem::remove_all(step.path, ec);
+      STOKER_CHECK(!ec, IoError, "--start-over: cannot delete {}: {}", step.path, ec.message());
+      spdlog::warn("--start-over: deleted {} of an earlier run", step.path);
+    }
+  });
+}
+
 void CheckIdentity(const RankCheckpoint& saved, const OrderIdentity& now, const std::string& path) {
   const std::vector<std::string> differences = IdentityDifferences(saved.identity, now);
   if (differences.empty()) return;

@@ -35,6 +35,12 @@ std::optional<std::string> FindNewestCompleteStep(
 void SetAsideStepsAfter(const mpi::Comm& comm, const std::string& checkpoint_dir,
                         const std::optional<std::string>& resume_dir);
 
+// Collective. For a run that starts at step 0 and will save into `checkpoint_dir`: step folders
+// already there hold another run's checkpoints, which this run's saves would overwrite or mix
+// with. Refused (ConfigError on every rank, naming them and the newest) unless `start_over`, when
+// rank 0 deletes them (each logged) before the run saves anything.
+void PrepareFreshStart(const mpi::Comm& comm, const std::string& checkpoint_dir, bool start_over);
+
 struct RestoredState {
   RankState state;
   std::vector<double> saved_weights;  // the weights the checkpoint was saved with

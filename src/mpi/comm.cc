@@ -245,20 +245,21 @@ void FailTogether(const Comm& comm, const std::function<void()>& local) {
 }
 
 int RunProgram(const Comm& world, const std::function<int()>& body) {
+  // Alone, no rank waits for this one: a plain exit code, without MPI_Abort's banner.
+  const auto end_alone = [&](const char* what) {
+    spdlog::error("{}", what);
+    spdlog::default_logger()->flush();
+    if (world.size() > 1) Abort(1);
+    return 1;
+  };
   try {
     return body();
   } catch (const Error& e) {
-    if (!e.collective()) {
-      spdlog::error("{}", e.what());
-      spdlog::default_logger()->flush();
-      Abort(1);
-    }
+    if (!e.collective()) return end_alone(e.what());
     if (world.rank() == 0) spdlog::error("{}", e.what());
     return 1;
   } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    spdlog::default_logger()->flush();
-    Abort(1);
+    return end_alone(e.what());
   }
 }
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "base/log.h"
+#include "cli/number_options.h"
 #include "mpi/comm.h"
 #include "stoker/error.h"
 #include "train/trainer.h"
@@ -63,10 +64,18 @@ void BindRun(CLI::App& app, TrainOptions& o) {
   app.add_option("--save-every", o.save_every, "Save a checkpoint every K global steps (0: never)")
       ->capture_default_str()
       ->needs(dir);
-  app.add_flag("--resume", o.resume,
-               "Go on from the newest complete step under --checkpoint-dir, on any number of ranks "
-               "(the loader rescales its state); none yet: start at step 0. Safe to pass always")
-      ->needs(dir);
+  CLI::Option* resume =
+      app.add_flag("--resume", o.resume,
+                   "Go on from the newest complete step under --checkpoint-dir, on any number of "
+                   "ranks (the loader rescales its state); none yet: start at step 0. Safe to "
+                   "pass always")
+          ->needs(dir);
+  app.add_flag("--start-over", o.start_over,
+               "Start at step 0 although --checkpoint-dir holds step folders of an earlier run: "
+               "they are deleted first. Without it (and without --resume) such a run is refused, "
+               "never overwriting them")
+      ->needs(dir)
+      ->excludes(resume);
   app.add_option("--trace", o.trace_dir,
                  "Write what every rank was handed to DIR/from-<step>/rank-<r>-of-<W>.trace, for "
                  "`stoker audit DIR` (no token lost or repeated across resumes)");
@@ -95,6 +104,7 @@ int main(int argc, char** argv) {
     BindData(app, options);
     BindModel(app, options);
     BindRun(app, options);
+    stoker::cli::RefuseNegativeNumbers(&app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -1,11 +1,33 @@
 #include "train/model.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <string>
 
+#include "base/memory.h"
+
 namespace stoker::train {
 
-std::vector<std::string> ShapeProblems(const ModelShape& shape) {
+namespace {
+
+// About what one rank holds to train `shape` on batches of `batch` sequences, in bytes (float32):
+// parameters, gradients and AdamW's two moments (16 bytes a parameter), and what one step keeps
+// for the backward pass: per block the attention scores and probabilities (2 x heads x T x T a
+// sequence) and about 20 activations of dim a token, and the logits with their gradient. In
+// double: the factors are as typed.
+double TrainingBytes(const ModelShape& shape, uint64_t batch) {
+  const double v = static_cast<double>(shape.vocab), d = static_cast<double>(shape.dim);
+  const double t = static_cast<double>(shape.context), l = static_cast<double>(shape.layers);
+  const double parameters = 2 * v * d + t * d + l * (12 * d * d + 13 * d) + v + 2 * d;
+  const double activations = static_cast<double>(batch) * t *
+                             (l * (2 * static_cast<double>(shape.heads) * t + 20 * d) + 2 * v);
+  return 16 * parameters + 4 * activations;
+}
+
+}  // namespace
+
+std::vector<std::string> ShapeProblems(const ModelShape& shape, uint64_t batch) {
   std::vector<std::string> problems;
   if (shape.vocab < 1)
     problems.push_back("the vocabulary is empty (vocab " + std::to_string(shape.vocab) + ")");
@@ -16,6 +38,16 @@ std::vector<std::string> ShapeProblems(const ModelShape& shape) {
                        std::to_string(shape.dim) + ")");
   }
   if (shape.context < 1) problems.push_back("--seq-len must be at least 1");
+  if (!problems.empty()) return problems;
+  const double bytes = TrainingBytes(shape, batch);
+  if (const uint64_t usable = UsableMemoryBytes(); bytes > static_cast<double>(usable) / 2) {
+    problems.push_back(fmt::format(
+        "training a model of --dim {} x --layers {} (vocab {}) on --batch-size {} x --seq-len {} "
+        "needs about {} per rank (weights, gradients, AdamW moments, one step's activations), "
+        "above half of the {} this process may use (RAM, cgroup limit, ulimit -v)",
+        shape.dim, shape.layers, shape.vocab, batch, shape.context, FormatBytes(bytes),
+        FormatBytes(static_cast<double>(usable))));
+  }
   return problems;
 }
 

@@ -24,8 +24,10 @@ struct ModelShape {
   bool operator==(const ModelShape&) const = default;
 };
 
-// Every problem of `shape`, one line each.
-std::vector<std::string> ShapeProblems(const ModelShape& shape);
+// Every problem of `shape` trained on batches of `batch` sequences, one line each: sizes below
+// 1, and more memory than half of what the process may use (checked before anything is
+// allocated, so that a typo in --dim is an error, not std::bad_alloc).
+std::vector<std::string> ShapeProblems(const ModelShape& shape, uint64_t batch);
 
 class BlockImpl : public torch::nn::Module {
  public:

@@ -12,6 +12,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "cli/json_text.h"
 #include "core/weights.h"
 #include "io/checkpoint_store.h"
 #include "io/piece_trace.h"
@@ -96,6 +97,8 @@ LoaderConfig Trainer::ResumeConfig(const TrainOptions& options, const mpi::Comm&
     if (step_dir) config.resume_from = *step_dir;
     if (!step_dir)
       spdlog::info("train: no checkpoint in {} yet: starting at step 0", options.checkpoint_dir);
+  } else if (!options.checkpoint_dir.empty()) {
+    Loader::PrepareFreshStart(world.get(), options.checkpoint_dir, options.start_over);
   }
   return config;
 }
@@ -113,10 +116,11 @@ ModelShape Trainer::Shape() const {
                    static_cast<int64_t>(config_.seq_len)};
   if (shape.vocab == 0) shape.vocab = CorpusVocab(loader_.corpus());
   mpi::FailTogether(world_, [&] {
+    STOKER_CHECK(options_.vocab >= 0, ConfigError, "--vocab {} is negative", options_.vocab);
     STOKER_CHECK(shape.vocab > 0, ConfigError,
                  "{} gives no vocab_size attribute (stoker pack and synth write one): pass --vocab",
                  config_.data);
-    const std::vector<std::string> problems = ShapeProblems(shape);
+    const std::vector<std::string> problems = ShapeProblems(shape, config_.batch_size);
     if (!problems.empty()) ThrowConfigProblems("stoker-train: the model cannot be built", problems);
   });
   torch::manual_seed(config_.seed);
@@ -261,7 +265,7 @@ void Trainer::Report() {
       {"tokens_per_second", seconds > 0 ? tokens / seconds : 0.0},
       {"data_wait_share", times[0] > 0 ? times[1] / times[0] : 0.0},
       {"model_checksum", checksums[0]}};
-  std::puts(line.dump().c_str());
+  std::puts(cli::JsonText(line).c_str());
   std::fflush(stdout);
 }
 

@@ -32,6 +32,7 @@ struct TrainOptions {
   std::string checkpoint_dir;  // step folders go here
   uint64_t save_every = 50;    // save every K global steps (0: only when stopped by a signal)
   bool resume = false;         // go on from the newest complete step, if any
+  bool start_over = false;     // start at step 0, deleting step folders already there
   std::string trace_dir;       // piece traces for `stoker audit` (empty: none)
   uint64_t log_every = 10;     // log a line every K steps on rank 0
 };

@@ -12,7 +12,8 @@
 #     another's (many problems: 20 printed, "... and N more"): exit 1 naming the problem;
 #   - a resume from an OLDER checkpoint: the newer run's folder is removed, audit clean;
 #   - a run really killed (SIGTERM to mpirun mid-stream), then resumed: audit clean;
-#   - errors: a missing rank file, --bos without --data; --help explains every option.
+#   - errors: a missing rank file, --bos without --data, --bos for runs without BOS (not clean,
+#     saying so first); --help explains every option.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
 : "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
@@ -195,6 +196,12 @@ grep -q "from-0: no file for rank 2 of 4 (rank-2-of-4.trace)" "$work/missing.err
   fail "a missing rank file is not named: $(cat "$work/missing.err")"
 audit bos 1 "$tr" --bos
 grep -q -- "--bos .*needs --data" "$work/bos.err" || fail "--bos without --data: $(cat "$work/bos.err")"
+# The runs framed documents without BOS: audited with --bos, not clean, saying why first.
+audit wrong-bos 1 "$tr" --data "$corpus" --bos
+grep -A1 "problems:" "$work/wrong-bos.out" | grep -q "document ends checked fall one framed token \
+short of BOS tokens EOS: the runs framed documents without BOS (audit them without --bos)" ||
+  fail "--bos on a trace without BOS: $(head -c 3000 "$work/wrong-bos.out")"
+echo "ok: --bos on a trace recorded without BOS: $(grep -m1 "fall one framed" "$work/wrong-bos.out")"
 "$STOKER" audit --help > "$work/help.txt"
 for word in --data --bos --json "n + 2" "Exit code 0"; do
   grep -q -- "$word" "$work/help.txt" || fail "stoker audit --help does not explain $word"

@@ -7,7 +7,9 @@
 # folder on 3 ranks dumps the same batches as resuming from the original on 3 ranks; reshard
 # refuses --world-size 0, a world size above the logical shards, an existing output, an
 # incomplete step and a corrupt file; inspect of a corrupt file, of an incomplete step and with
-# --data of another corpus exits 1 with a message naming the culprit, printed once under mpirun.
+# --data of another corpus exits 1 with a message naming the culprit, printed once under mpirun;
+# inspect of the folder of step folders says it is one and names the newest step; a fresh run
+# into it is refused without touching it, and --start-over deletes the earlier steps first.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
 : "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
@@ -218,6 +220,29 @@ ok "$work/synth2" "$STOKER" synth "$work/other" --dataset a:600:50 --dataset b:4
   --dataset c:500:20 --seed 4
 refused "inspect --data of another corpus" "is not the corpus checkpoint" \
   "$STOKER" inspect "$work/ck/step-10" --data "$work/other"
+
+# --- A folder of step folders: inspect says it is a checkpoint folder and names the newest. ---
+refused "inspect of a checkpoint folder" "$work/ck is a checkpoint folder, not a corpus or one \
+checkpoint: it holds 2 step folders (steps 5 to 10); inspect one of them: the newest complete one \
+is $work/ck/step-10" $MPIRUN -np 2 "$STOKER" inspect "$work/ck"
+
+# --- A fresh run never overwrites another run's checkpoints; --start-over deletes them first. ---
+sums=$(cat "$work"/ck/step-*/loader/* | md5sum)
+refused "a fresh run into a folder of checkpoints" "$work/ck already holds 2 step folders of an \
+earlier run (step 5 to 10, the newest $work/ck/step-10): this run would start at step 0" \
+  $MPIRUN -np 2 "$STOKER" run "${args[@]}" --steps 10 --checkpoint-dir "$work/ck" --save-every 5
+[ "$(cat "$work"/ck/step-*/loader/* | md5sum)" = "$sums" ] || fail "the refused run changed ck"
+refused "--start-over with --resume" "--resume excludes --start-over" \
+  "$STOKER" run "${args[@]}" --checkpoint-dir "$work/ck" --resume --start-over
+cp -r "$work/ck" "$work/ck-over"
+ok "$work/over" $MPIRUN -np 3 "$STOKER" run "${args[@]}" --steps 5 --checkpoint-dir \
+  "$work/ck-over" --save-every 5 --start-over
+grep -q -F -- "--start-over: deleted $work/ck-over/step-10 of an earlier run" "$work/over.err" ||
+  fail "--start-over did not say what it deleted: $(cat "$work/over.err")"
+[ "$(ls "$work/ck-over")" = "step-5" ] && [ "$(ls "$work/ck-over/step-5/loader" | wc -l)" = 3 ] &&
+  [ -z "$(ls "$work/ck-over/step-5/loader" | grep -v 'of-00003.ckpt$')" ] ||
+  fail "--start-over left: $(ls -R "$work/ck-over")"
+echo "ok: --start-over deleted the earlier steps; step-5 holds the 3 files of the new run only"
 
 # --- --help explains the commands. ---
 ok "$work/help-reshard" "$STOKER" reshard --help

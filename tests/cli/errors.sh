@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Errors as a user meets them: a missing corpus folder, a file given as the corpus, an empty
-# corpus folder, a shard that is not HDF5, an unknown flag. `stoker inspect` and `stoker verify`,
-# alone and under mpirun -np 2, must exit non-zero with one clear message, printed once (not once
-# per rank), and never with HDF5's own error stack ("HDF5-DIAG").
+# corpus folder, a shard that is not HDF5, an unknown flag; entries of a corpus that are neither
+# shards nor folders (a dangling link, a FIFO, a folder named like a shard, a loop, a shard
+# reached twice); negative and oversized numbers; EOS/BOS outside the vocabulary; --config files
+# that are folders, binary or missing. Each command, alone and under mpirun -np 2, must exit
+# non-zero with one clear message, printed once (not once per rank), and never with HDF5's own
+# error stack ("HDF5-DIAG").
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
 : "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
@@ -51,5 +54,66 @@ for sub in inspect verify; do
       "$sub" --frobnicate "$work/empty"
 done
 expect_error "verify without a corpus" "corpus is required" verify
+
+# --- No shard is skipped in silence: every entry is a shard, a folder, or a problem naming it. ---
+good="$work/good"
+"$STOKER" synth "$good" --dataset web:3000:50 --dataset code:2000:50 --files 2 > /dev/null 2>&1 ||
+  fail "synth"
+broken="$work/broken"
+cp -r "$good" "$broken"
+ln -s /nonexistent/project/books "$broken/books"         # a dataset on an unmounted file system
+ln -s /nonexistent/project/web/x.h5 "$broken/web/x.h5"  # a shard there
+mkfifo "$broken/web/fifo.h5"
+mkdir "$broken/web/folder.h5"
+mkdir "$broken/code/sub" && ln -s .. "$broken/code/sub/up"  # a file-system loop
+ln -s ../part-00000.h5 "$broken/code/sub/again.h5"            # a shard reached twice
+echo "notes" > "$broken/web/README"                           # ignored, as documented
+for sub in inspect verify; do
+  expect_error "$sub: a dangling link as a dataset" \
+      "books: a symbolic link to /nonexistent/project/books, which does not exist" "$sub" "$broken"
+  expect_error "$sub: a dangling link as a shard" "web/x.h5: a symbolic link to" "$sub" "$broken"
+  expect_error "$sub: a FIFO named like a shard" "web/fifo.h5: is a FIFO" "$sub" "$broken"
+  expect_error "$sub: a folder named like a shard" "web/folder.h5: is named like a shard" \
+      "$sub" "$broken"
+  expect_error "$sub: a file-system loop" "code/sub/up: leads back to a folder that contains it" \
+      "$sub" "$broken"
+  expect_error "$sub: a shard reached twice" "code/sub/again.h5: is the same file as code/part" \
+      "$sub" "$broken"
+done
+! "$STOKER" verify "$broken" 2>&1 | grep -q README || fail "verify named web/README"
+
+# --- Numbers are checked as numbers, named with the value as typed, before anything starts. ---
+expect_error "run --steps -1" "\-\-steps: -1 is negative" run --data "$good" --steps -1
+expect_error "run --seq-len -5" "\-\-seq-len: -5 is negative" run --data "$good" --seq-len=-5
+expect_error "run --seed -3" "\-\-seed: -3 is negative" run --data "$good" --seed -3
+expect_error "pack --shard-tokens -1K" "\-\-shard-tokens: -1K is negative" \
+    pack "$work/plain-file" --out "$work/p/x" --shard-tokens -1K
+expect_error "synth --files -2" "\-\-files: -2 is negative" synth "$work/s" --dataset a:10 --files -2
+expect_error "reshard --world-size -2" "\-\-world-size: -2 is negative" \
+    reshard "$work/none" --world-size -2 --out "$work/out"
+expect_error "a batch larger than a rank can hold" \
+    "the loader would hold .* per rank (6 batches of --batch-size 1 x (--seq-len 2000000000 + 1)" \
+    run --data "$good" --seq-len 2000000000 --batch-size 1
+expect_error "too many logical shards" "\-\-logical-shards 10000000000 is above the maximum of" \
+    run --data "$good" --logical-shards 10000000000
+expect_error "--eos-id outside the vocabulary" \
+    "\-\-eos-id 50304 is outside the vocabulary of code/part-00000.h5: vocab_size 50304" \
+    run --data "$good" --eos-id 50304
+expect_error "--bos-id outside the vocabulary" "\-\-bos-id 60000 is outside the vocabulary" \
+    run --data "$good" --bos-id 60000
+
+# --- --config: a folder, a binary file, a missing one; keys as --help says, --data included. ---
+head -c 200 "$STOKER" > "$work/binary.toml"
+expect_error "--config of a folder" "\-\-config $work: is a folder" run --data "$good" --config "$work"
+expect_error "--config of a binary file" "binary.toml: is not a text file (a NUL byte at offset" \
+    run --data "$good" --config "$work/binary.toml"
+expect_error "--config of a missing file" "missing.toml: no such file" \
+    run --data "$good" --config "$work/missing.toml"
+expect_error "run without --data" "\-\-data is required" run --steps 1
+printf 'data = "%s"\nsteps = 2\nseq-len = 16\n' "$good" > "$work/run.toml"
+"$STOKER" run --config "$work/run.toml" > "$work/config-run.txt" 2>&1 ||
+  fail "data = ... in --config: $(cat "$work/config-run.txt")"
+grep -q '"steps":2' "$work/config-run.txt" || fail "--config did not set steps"
+echo "ok: --config with data, steps and seq-len keys"
 
 echo "errors: all checks passed"

@@ -7,6 +7,7 @@
 #     and the chain of traces audits clean;
 #   - a pread of a shard fails (the 6th read of a/part-00001.h5 on each rank): the run exits
 #     non-zero naming the file, its dataset and the byte offset;
+#   - on one rank, the read error is one line and exit code 1, without MPI_Abort's banner;
 #   - a bad STOKER_FAULTS: exit 2 before MPI starts, naming the rule.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
@@ -67,6 +68,16 @@ pattern+=" \(pread of [0-9]+ bytes at byte offset [0-9]+\): Input/output error"
 grep -Eq "$pattern" "$work/read.txt" ||
   fail "read: the error does not name the file and offset: $(cat "$work/read.txt")"
 echo "ok: a failing pread: $(grep -m1 -o 'a/part-00001.h5 (dataset a).*' "$work/read.txt")"
+
+# --- The same read error on a run of one rank: one line, and no MPI_Abort banner (nobody waits). ---
+rc=0
+STOKER_FAULTS="pread:a/part-00001.h5:6" timeout 60 "$STOKER" run "${common[@]}" --steps 400 \
+  > "$work/read1.txt" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "read on 1 rank: exit code $rc, not 1: $(cat "$work/read1.txt")"
+[ "$(grep -c "\[error\]" "$work/read1.txt")" = 1 ] && grep -Eq "$pattern" "$work/read1.txt" ||
+  fail "read on 1 rank: not one error line naming the file and offset: $(cat "$work/read1.txt")"
+! grep -q "MPI_ABORT" "$work/read1.txt" || fail "read on 1 rank: the MPI_Abort banner"
+echo "ok: the same on 1 rank: one error line, exit code 1, no MPI_Abort banner"
 
 # --- A bad plan. ---
 rc=0

@@ -9,7 +9,9 @@
 #     position of any document was delivered twice, all within epoch 0 of every dataset;
 #   - a resume on the same rank count is bit-exact: 10 steps + resume to 20 give the model of an
 #     uninterrupted 20-step run (model, optimizer and loader state all restored);
-#   - a step folder without model.pt is passed over; a model of another shape is refused.
+#   - a step folder without model.pt is passed over; a model of another shape is refused;
+#   - a fresh run into a folder of step folders is refused without touching them; a negative
+#     --steps or --warmup, and a model larger than a rank can hold, are refused before training.
 # Environment: STOKER, STOKER_TRAIN, MPIRUN, STOKER_SOURCE (see tests/CMakeLists.txt).
 set -euo pipefail
 : "${STOKER:?}" "${STOKER_TRAIN:?}" "${MPIRUN:?}" "${STOKER_SOURCE:?}"
@@ -108,4 +110,22 @@ fi
 grep -q "holds a model of another shape" "$work/g.err" && grep -q "dim: saved 64, now 32" "$work/g.err" ||
   { cat "$work/g.err" >&2; fail "the shape mismatch was not explained"; }
 echo "a step without model.pt is passed over; another model shape is refused"
+
+# 7. A fresh run never overwrites another run's checkpoints; numbers are checked as numbers.
+# refused NAME PATTERN ARGS...: stoker-train ARGS at 2 ranks exits non-zero, PATTERN once.
+refused() {
+  local name=$1 pattern=$2; shift 2
+  if $MPIRUN -np 2 "$STOKER_TRAIN" "$@" > /dev/null 2> "$work/r.err"; then fail "$name: exited 0"; fi
+  [ "$(grep -c -F -- "$pattern" "$work/r.err")" = 1 ] ||
+    { cat "$work/r.err" >&2; fail "$name: '$pattern' not printed once"; }
+  echo "ok: $name"
+}
+before=$(cat "$work"/ck2/step-*/loader/* | md5sum)
+refused "a fresh run into a folder of checkpoints" "already holds 2 step folders of an earlier run" \
+  "${same[@]}" --steps 20 --checkpoint-dir "$work/ck2"
+[ "$(cat "$work"/ck2/step-*/loader/* | md5sum)" = "$before" ] || fail "the refused run changed ck2"
+refused "--steps -1" "--steps: -1 is negative" "${same[@]}" --steps -1
+refused "--warmup -2" "--warmup: -2 is negative" "${same[@]}" --warmup -2
+refused "a model larger than a rank can hold" "needs about" --data "$work/corpus" \
+  --dim 1000000 --heads 1 --steps 1
 echo "PASS"

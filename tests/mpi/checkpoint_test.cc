@@ -379,8 +379,8 @@ TEST_F(CheckpointTest, ACheckpointOfAnotherOrderIsRefusedSayingWhatDiffers) {
       {[](LoaderConfig* c) { c->seed = 8; }, "seed: checkpoint 7, now 8"},
       {[](LoaderConfig* c) { c->logical_shards = 41; }, "logical shards: checkpoint 37, now 41"},
       {[](LoaderConfig* c) { c->seq_len = 96; }, "seq_len: checkpoint 64, now 96"},
-      {[&](LoaderConfig* c) { c->eos_id = eos + 5; },
-       fmt::format("eos_id: checkpoint {}, now {}", eos, eos + 5)},
+      {[&](LoaderConfig* c) { c->eos_id = eos - 5; },
+       fmt::format("eos_id: checkpoint {}, now {}", eos, eos - 5)},
       {[](LoaderConfig* c) { c->bos_id = 3; }, "bos_id: checkpoint none, now 3"}};
   for (const auto& [change, says] : cases) {
     LoaderConfig config = Config();

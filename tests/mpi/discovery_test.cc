@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -305,6 +306,58 @@ TEST_F(DiscoveryTest, HiddenFoldersInsideADatasetAreIgnored) {
     WriteText(root + "/ds/sub/.partial/x.h5", "not HDF5");
   });
   EXPECT_NO_THROW(DiscoverCorpus(comm_, root));
+}
+
+// Every entry under a dataset folder is a shard, a folder to descend, or a problem naming its
+// path: an unmounted file system behind a link, a FIFO, a folder named like a shard, a loop or a
+// shard reached twice never leave a run training on a subset (or a shard twice) in silence.
+TEST_F(DiscoveryTest, EveryEntryIsAShardAFolderOrAProblemNamingIt) {
+  const std::string root = dir_ / "corpus";
+  OnRankZero(comm_, [&] {
+    WriteTestShard(root + "/web/a.h5", {{1, 2}});
+    WriteTestShard(root + "/code/b.h5", {{3}});
+    fs::create_directory_symlink("/nonexistent/project/books", root + "/books");
+    fs::create_symlink("/nonexistent/project/web/c.h5", root + "/web/c.h5");
+    STOKER_CHECK(::mkfifo((root + "/web/fifo.h5").c_str(), 0644) == 0, IoError, "mkfifo");
+    fs::create_directories(root + "/web/folder.h5");
+    fs::create_symlink("/dev/null", root + "/web/null.h5");
+    fs::create_directories(root + "/web/sub");
+    fs::create_directory_symlink("..", root + "/web/sub/up");
+    fs::create_symlink("../a.h5", root + "/web/sub/again.h5");
+    fs::create_symlink("loop-b", root + "/code/loop-a");
+    fs::create_symlink("loop-a", root + "/code/loop-b");
+    WriteText(root + "/web/README", "a note, ignored");
+  });
+  const std::string message = ExpectCollectiveError<DataError>(
+      [&] { DiscoverCorpus(comm_, root); },
+      {"books: a symbolic link to /nonexistent/project/books, which does not exist",
+       "web/c.h5: a symbolic link to /nonexistent/project/web/c.h5, which does not exist",
+       "web/fifo.h5: is a FIFO", "web/null.h5: is a character device",
+       "web/folder.h5: is named like a shard (*.h5) but is a folder",
+       "web/sub/up: leads back to a folder that contains it",
+       "web/sub/again.h5: is the same file as web/a.h5", "code/loop-a: a loop of symbolic links",
+       "code/loop-b: a loop of symbolic links"});
+  ExpectSameOnEveryRank(comm_, message);
+  EXPECT_EQ(message.find("README"), std::string::npos) << message;
+
+  // Without the bad entries, links that do lead somewhere are followed: a dataset folder and a
+  // shard kept elsewhere.
+  OnRankZero(comm_, [&] {
+    for (const char* bad : {"books", "web/c.h5", "web/fifo.h5", "web/null.h5", "web/folder.h5",
+                            "web/sub/up", "web/sub/again.h5", "code/loop-a", "code/loop-b"}) {
+      fs::remove(root + "/" + bad);
+    }
+    WriteTestShard(dir_ / "elsewhere/books/c.h5", {{4, 5}});
+    WriteTestShard(dir_ / "elsewhere/d.h5", {{6}});
+    fs::create_directory_symlink(dir_ / "elsewhere/books", root + "/books");
+    fs::create_symlink(dir_ / "elsewhere/d.h5", root + "/web/sub/d.h5");
+  });
+  const CorpusTable table = DiscoverCorpus(comm_, root);
+  ExpectSameOnEveryRank(comm_, Serialize(table));
+  std::vector<std::string> paths;
+  for (const ShardInfo& shard : table.shards) paths.push_back(shard.path);
+  EXPECT_EQ(paths,
+            (std::vector<std::string>{"books/c.h5", "code/b.h5", "web/a.h5", "web/sub/d.h5"}));
 }
 
 // A folder that cannot be listed (std::filesystem throws) on the last rank alone: every rank

@@ -533,6 +533,30 @@ TEST_F(LoaderTest, BadConfigurationStopsEveryRankWithOneMessage) {
   } else {
     refuse([](LoaderConfig* c) { c->logical_shards = 0; }, "--logical-shards must be at least 1");
   }
+  // Sizes against what a rank can hold, before anything is allocated.
+  refuse([](LoaderConfig* c) { c->logical_shards = LoaderConfig::kMaxLogicalShards + 1; },
+         "--logical-shards 16777217 is above the maximum of 16777216");
+  refuse(
+      [](LoaderConfig* c) {
+        c->seq_len = 4096;
+        c->batch_size = 8;
+        c->max_memory_bytes = 4 << 20;
+      },
+      "the loader would hold 9.5 MiB per rank (6 batches of --batch-size 8 x (--seq-len 4096 + 1) "
+      "int64 tokens (--prefetch 4 + 2) and an offset cache of 8.0 MiB), above the 4.0 MiB it may "
+      "hold (max_memory_bytes)");
+  refuse(
+      [](LoaderConfig* c) {
+        c->offset_cache_bytes = 1 << 16;
+        c->max_memory_bytes = 1 << 20;
+        c->logical_shards = 1 << 22;
+      },
+      "and a state of ");
+  refuse([](LoaderConfig* c) { c->eos_id = int64_t{1} << 40; },
+         "--eos-id 1099511627776 is outside "
+         "the vocabulary of a/part-00000.h5");
+  refuse([](LoaderConfig* c) { c->bos_id = int64_t{1} << 40; },
+         "--bos-id 1099511627776 is outside");
   // A dataset whose documents are all empty: no tokens to give its weight to.
   if (comm_.rank() == 0) {
     testing::WriteTestShard(dir_ / "empty/a/part-0.h5", {{1, 2, 3}, {4}});
@@ -542,7 +566,8 @@ TEST_F(LoaderTest, BadConfigurationStopsEveryRankWithOneMessage) {
   LoaderConfig hollow = good;
   hollow.data = dir_ / "empty";
   hollow.weights = {{"a", 1}, {"hollow", 1}};
-  EXPECT_NE(ExpectRefused(comm_, hollow).find("dataset hollow has weight 1 but no tokens"),
+  EXPECT_NE(ExpectRefused(comm_, hollow)
+                .find("dataset hollow has weight 1 but no tokens: its 3 documents are all empty"),
             std::string::npos);
 }
 

@@ -155,8 +155,9 @@ TEST_F(SynthTest, UniqueTokensAreAllDistinct) {
   std::vector<char> seen(total, 0);
   for (const ShardInfo& shard : table.shards) {
     EXPECT_EQ(shard.token_type, TokenType::kUint32) << shard.path;
-    EXPECT_EQ(shard.vocab_size, static_cast<int64_t>(total + 1)) << shard.path;
+    EXPECT_EQ(shard.vocab_size, static_cast<int64_t>(total + 2)) << shard.path;
     EXPECT_EQ(shard.eos_id, static_cast<int64_t>(total)) << shard.path;
+    EXPECT_EQ(shard.bos_id, static_cast<int64_t>(total + 1)) << shard.path;
     const auto tokens = ReadAllTokens(spec.out, shard);
     for (size_t i = 0; i < tokens.size(); ++i) {
       ASSERT_GE(tokens[i], 0) << shard.path;

@@ -180,6 +180,47 @@ TEST(PieceAudit, WithCorpusCountsWholeDocumentsAndChecksBounds) {
       << AllProblems(bad);
 }
 
+// Audited with another framing than the runs had (--bos for a trace recorded without BOS),
+// every document looks one token longer than delivered: never whole, never past its end. The
+// audit is not clean and says why, first, in one problem; and the other way round too.
+TEST(PieceAudit, AFramingThatIsNotTheRunsIsNamed) {
+  auto runs = MakeHistory(kChain);
+  AuditCorpus with_bos = CorpusOf(runs);
+  with_bos.bos = true;
+  for (auto& lengths : with_bos.framed_lengths) {
+    for (uint64_t& n : lengths) n += 1;
+  }
+  const AuditReport report = AuditTrace(runs, &with_bos);
+  ASSERT_FALSE(report.clean());
+  EXPECT_EQ(report.problem_count, 1u) << AllProblems(report);
+  ExpectMentions(report.problems.at(0),
+                 "fall one framed token short of BOS tokens EOS: the "
+                 "runs framed documents without BOS (audit them without "
+                 "--bos)");
+
+  AuditCorpus without = CorpusOf(runs);
+  for (auto& lengths : without.framed_lengths) {
+    for (uint64_t& n : lengths) n -= 1;
+  }
+  const AuditReport other = AuditTrace(runs, &without);
+  ASSERT_FALSE(other.clean());
+  ExpectMentions(other.problems.at(0),
+                 "the runs framed documents with a BOS (audit them with "
+                 "--bos)");
+}
+
+// A document that stops before its framed end while the rank goes on with another one.
+TEST(PieceAudit, ADocumentThatStopsEarlyIsNamed) {
+  auto runs = MakeHistory(kChain);
+  AuditCorpus longer = CorpusOf(runs);
+  longer.framed_lengths[0][4] += 5;  // document 4 of web: 5 framed tokens never delivered
+  const AuditReport report = AuditTrace(runs, &longer);
+  EXPECT_TRUE(AnyProblemMentions(report,
+                                 "dataset web document 4 epoch 1 stops at framed "
+                                 "position 59 of 64 (tokens EOS)"))
+      << AllProblems(report);
+}
+
 TEST(PieceAudit, DuplicatedPieceIsNamed) {
   auto runs = MakeHistory(kChain);
   auto& records = runs[1].ranks[1];
