@@ -26,9 +26,19 @@ uint64_t LimitIn(const std::string& path) {
   }
 }
 
-// The limit of the memory cgroup this process is in, from /proc/self/cgroup: "0::/path" (v2) or
-// "N:memory:/path" (v1). Inside a container the path may not exist as named; the cgroup's root
-// file is tried as well.
+// The least limit in `file` of the cgroup folder base + path and of every folder above it, up to
+// base itself.
+uint64_t LeastLimitUp(const std::string& base, std::string path, const char* file) {
+  uint64_t limit = UINT64_MAX;
+  while (true) {
+    limit = std::min(limit, LimitIn(base + path + "/" + file));
+    if (path.empty()) return limit;
+    path.erase(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
+  }
+}
+
+// The limit of the memory cgroups this process is in, from /proc/self/cgroup: "0::/path" (v2) or
+// "N:memory:/path" (v1).
 uint64_t CgroupLimit() {
   uint64_t limit = UINT64_MAX;
   std::ifstream in("/proc/self/cgroup");
@@ -39,14 +49,11 @@ uint64_t CgroupLimit() {
     const std::string controllers = line.substr(first + 1, second - first - 1);
     const std::string path = line.substr(second + 1);
     if (controllers.empty()) {
-      for (const std::string base : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
-        limit =
-            std::min({limit, LimitIn(base + path + "/memory.max"), LimitIn(base + "/memory.max")});
+      for (const char* base : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
+        limit = std::min(limit, LeastLimitUp(base, path, "memory.max"));
       }
     } else if (controllers == "memory") {
-      const std::string base = "/sys/fs/cgroup/memory";
-      limit = std::min({limit, LimitIn(base + path + "/memory.limit_in_bytes"),
-                        LimitIn(base + "/memory.limit_in_bytes")});
+      limit = std::min(limit, LeastLimitUp("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes"));
     }
   }
   return limit;
@@ -66,6 +73,19 @@ uint64_t UsableMemoryBytes() {
                                 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)
                                 : UINT64_MAX;
   return std::min({physical, CgroupLimit(), ResourceLimit(RLIMIT_AS), ResourceLimit(RLIMIT_DATA)});
+}
+
+MemoryBudget DefaultMemoryBudget(uint64_t ranks_on_node) {
+  const uint64_t usable = UsableMemoryBytes();
+  const uint64_t ranks = std::max<uint64_t>(ranks_on_node, 1);
+  const std::string whole = FormatBytes(static_cast<double>(usable));
+  return {usable / 2 / ranks,
+          ranks == 1 ? fmt::format("half of the {} this process may use: RAM, cgroup limit, "
+                                   "ulimit -v",
+                                   whole)
+                     : fmt::format("half of the {} the processes of this node may use (RAM, "
+                                   "cgroup limit, ulimit -v), shared by its {} ranks",
+                                   whole, ranks)};
 }
 
 std::string FormatBytes(double bytes) {

@@ -10,10 +10,20 @@
 
 namespace stoker {
 
-// The least of: the machine's physical memory; the limit of this process's memory cgroup
-// (cgroup v2 memory.max, or v1 memory.limit_in_bytes: where Slurm's task/cgroup plugin puts a
-// job's --mem); the address-space and data-segment limits (ulimit -v, ulimit -d).
+// The least of: the machine's physical memory; the limits of this process's memory cgroup and of
+// every cgroup above it (cgroup v2 memory.max, or v1 memory.limit_in_bytes: Slurm's task/cgroup
+// plugin puts a job's --mem on the job's or step's cgroup, above the task's); the address-space
+// and data-segment limits (ulimit -v, ulimit -d).
 uint64_t UsableMemoryBytes();
+
+// What one rank's buffers may take by default: half of UsableMemoryBytes(), shared by the
+// `ranks_on_node` processes of the node (the cgroup and RAM are the node's), and the words that
+// say where the figure comes from, for error messages.
+struct MemoryBudget {
+  uint64_t bytes = 0;
+  std::string why;
+};
+MemoryBudget DefaultMemoryBudget(uint64_t ranks_on_node);
 
 // "512 B", "3.2 MiB", "48.0 GiB".
 std::string FormatBytes(double bytes);

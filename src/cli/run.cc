@@ -110,8 +110,11 @@ int RunRun(const RunOptions& options, const mpi::Comm& world) {
                  "--resume needs --checkpoint-dir");
     STOKER_CHECK(options.save_every == 0 || !options.checkpoint_dir.empty(), ConfigError,
                  "--save-every needs --checkpoint-dir");
-    STOKER_CHECK(!options.start_over || !options.checkpoint_dir.empty(), ConfigError,
-                 "--start-over needs --checkpoint-dir");
+    STOKER_CHECK(!options.start_over || options.save_every > 0, ConfigError,
+                 "--start-over needs --checkpoint-dir and --save-every (a run that saves)");
+    // Again here: CLI11's excludes() does not see keys of a --config file.
+    STOKER_CHECK(!options.start_over || !options.resume, ConfigError,
+                 "--resume and --start-over exclude each other");
   });
   const auto start = std::chrono::steady_clock::now();
   if (options.resume) {
@@ -122,10 +125,13 @@ int RunRun(const RunOptions& options, const mpi::Comm& world) {
     if (step_dir) config.resume_from = *step_dir;
     if (!step_dir)
       spdlog::info("run: no checkpoint in {} yet: starting at step 0", options.checkpoint_dir);
-  } else if (options.save_every > 0) {
-    Loader::PrepareFreshStart(world.get(), options.checkpoint_dir, options.start_over);
   }
   Loader loader(world.get(), config);
+  // Once the run is known to start (corpus and configuration checked): an earlier run's steps
+  // are refused, or deleted with --start-over, before the first save.
+  if (!options.resume && options.save_every > 0) {
+    Loader::PrepareFreshStart(world.get(), options.checkpoint_dir, options.start_over);
+  }
   const double startup = Since(start);
   std::optional<Dump> dump;
   if (!options.dump.empty()) dump.emplace(options.dump, world.rank());

@@ -8,6 +8,8 @@
 #include <tuple>
 #include <utility>
 
+#include "core/document_ends.h"
+
 namespace stoker {
 
 namespace {
@@ -291,79 +293,6 @@ void Sweep::CheckCorpus(const Entry& e, uint64_t max_end, bool whole, EpochSumma
   }
 }
 
-// Where pieces end documents. A rank finishes a document before it starts the next unless a row
-// ends first, and then the next row goes on with the same document; so a piece followed, within
-// its step, by another document's piece ends its document: at the framed length the corpus facts
-// give. Off by one everywhere means the audit's framing is not the runs' (--bos).
-class DocumentEnds {
- public:
-  explicit DocumentEnds(const AuditCorpus* corpus) : corpus_(corpus) {}
-
-  // The records of one rank of one run, in file order, steps in (start, end].
-  void Check(const TraceRun& run, size_t rank, const std::vector<StepSpan>& spans, uint64_t end);
-  // Off by one at every document end: one problem naming the framing. Otherwise one problem per
-  // document that stops early (ends past the length are the sweep's).
-  void Report(Problems* problems) const;
-
- private:
-  std::optional<uint64_t> FramedLength(const TraceRecord& t) const;
-
-  const AuditCorpus* corpus_;
-  uint64_t checked_ = 0, short_by_one_ = 0, long_by_one_ = 0, early_ = 0;
-  std::vector<std::string> early_examples_;
-};
-
-std::optional<uint64_t> DocumentEnds::FramedLength(const TraceRecord& t) const {
-  if (t.dataset >= corpus_->named_docs.size()) return std::nullopt;
-  const auto& named = corpus_->named_docs[t.dataset];
-  const auto at = std::lower_bound(named.begin(), named.end(), t.doc);
-  if (at == named.end() || *at != t.doc) return std::nullopt;
-  return corpus_->framed_lengths[t.dataset][at - named.begin()];
-}
-
-void DocumentEnds::Check(const TraceRun& run, size_t rank, const std::vector<StepSpan>& spans,
-                         uint64_t end) {
-  const std::vector<TraceRecord>& records = run.ranks[rank];
-  for (const StepSpan& s : spans) {
-    if (s.step <= run.start_step || s.step > end) continue;
-    for (size_t i = s.begin; i + 1 < s.end; ++i) {
-      const TraceRecord& a = records[i];
-      const TraceRecord& b = records[i + 1];
-      if (a.dataset == b.dataset && a.doc == b.doc && a.epoch == b.epoch) continue;
-      const std::optional<uint64_t> length = FramedLength(a);
-      if (!length || *length == 0) continue;  // the sweep reports it
-      ++checked_;
-      const uint64_t ends_at = a.first + a.count;
-      if (ends_at + 1 == *length) ++short_by_one_;
-      if (ends_at == *length + 1) ++long_by_one_;
-      if (ends_at >= *length) continue;
-      if (++early_ > AuditReport::kKeptProblems) continue;
-      early_examples_.push_back(fmt::format(
-          "{} at step {}: dataset {} document {} epoch {} stops at framed position {} of {} ({}) "
-          "and the next piece is another document's",
-          RankName(run, rank), a.step, corpus_->names.at(a.dataset), a.doc, a.epoch, ends_at,
-          *length, corpus_->bos ? "BOS tokens EOS" : "tokens EOS"));
-    }
-  }
-}
-
-void DocumentEnds::Report(Problems* problems) const {
-  if (checked_ > 0 && corpus_->bos && short_by_one_ == checked_) {
-    return problems->AddFirst(fmt::format(
-        "all {} document ends checked fall one framed token short of BOS tokens EOS: the runs "
-        "framed documents without BOS (audit them without --bos)",
-        checked_));
-  }
-  if (checked_ > 0 && !corpus_->bos && long_by_one_ == checked_) {
-    problems->AddFirst(fmt::format(
-        "all {} document ends checked lie one framed token past tokens EOS: the runs framed "
-        "documents with a BOS (audit them with --bos)",
-        checked_));
-  }
-  for (const std::string& example : early_examples_) problems->Add(example);
-  problems->CountMore(early_ - early_examples_.size());
-}
-
 // The summary of one run: its recorded and valid steps, tokens per step, notes.
 RunSummary SummarizeRun(const TraceRun& run, const TraceRun* next,
                         const std::vector<std::vector<StepSpan>>& spans) {
@@ -414,7 +343,8 @@ AuditReport AuditTrace(std::vector<TraceRun> runs, const AuditCorpus* corpus) {
   Problems problems(&report);
   const bool from_zero = runs.empty() || runs.front().start_step == 0;
   Sweep sweep(corpus, from_zero, &report);
-  DocumentEnds ends(corpus);
+  std::optional<DocumentEnds> ends;
+  if (corpus != nullptr) ends.emplace(*corpus);
   if (runs.empty()) problems.Add("the trace holds no run (no folder from-<step>)");
   size_t pieces = 0;  // an upper bound of the valid ones: copies grow no further
   for (const TraceRun& run : runs) {
@@ -434,7 +364,7 @@ AuditReport AuditTrace(std::vector<TraceRun> runs, const AuditCorpus* corpus) {
     }
     for (size_t r = 0; r < spans.size(); ++r) {
       CheckRank(run, r, spans[r], summary.valid_end, summary.tokens_per_step, &problems);
-      if (corpus != nullptr) ends.Check(run, r, spans[r], summary.valid_end);
+      if (ends) ends->Check(run, r, summary.valid_end);
     }
     sweep.Take(static_cast<uint32_t>(i), &run, spans, summary.valid_end, &summary);
     report.steps += summary.valid_end - run.start_step;
@@ -443,7 +373,12 @@ AuditReport AuditTrace(std::vector<TraceRun> runs, const AuditCorpus* corpus) {
     report.runs.push_back(std::move(summary));
   }
   sweep.Run();
-  if (corpus != nullptr) ends.Report(&problems);
+  if (ends) {
+    DocumentEnds::Findings findings = ends->Take();
+    if (findings.framing) problems.AddFirst(std::move(*findings.framing));
+    for (std::string& early : findings.early) problems.Add(std::move(early));
+    problems.CountMore(findings.early_count - findings.early.size());
+  }
   return report;
 }
 

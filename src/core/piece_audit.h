@@ -16,10 +16,8 @@
 //     loader delivers a document from its start, piece after piece; a history that does not
 //     start at step 0 is excused a missing start);
 //   - with corpus facts, documents exist and pieces end within the framed length; a piece that
-//     is followed in its step by another document's piece ends its document exactly (a rank
-//     finishes a document before it starts the next, unless a row ends first, and the next row
-//     goes on with it); off by one at every such end is named as a framing that is not the
-//     runs' (--bos).
+//     is followed in its step by another document's piece ends its document exactly, and off by
+//     one at every such end is named as a framing that is not the runs' (core/document_ends.h).
 // It sorts compact copies of the pieces by (dataset, epoch, document, first) and sweeps them
 // once: O(n log n) time, about 48 bytes per piece besides the input it releases as it goes.
 //

@@ -87,9 +87,10 @@ void RowPlanner::StartNextDocument() {
 // empty documents, but the order changes every epoch, so every non-empty document comes to
 // every rank in time (set-up refuses a dataset of positive weight without tokens). Nothing but
 // the state decides, so a resumed run passes over the same documents. Expected skips are about
-// the dataset's documents over its non-empty ones; the bound, kSkipBound times the dataset's
-// documents, is passed by chance with probability about e^-kSkipBound, so reaching it means the
-// corpus broke its promise (changed under the loader) and is an error, not a loop without end.
+// the dataset's documents over its non-empty ones; the bound, kSkipBound times (the dataset's
+// documents + the rank's share of an epoch), is passed by chance with probability about
+// e^-kSkipBound, so reaching it means the corpus broke its promise (changed under the loader)
+// and is an error, not a loop without end.
 void RowPlanner::StartDocumentOf(uint32_t dataset) {
   constexpr uint64_t kSkipBound = 64;
   const uint64_t docs = config_.datasets[dataset].docs;

@@ -20,9 +20,10 @@ namespace {
 
 using FileId = std::pair<dev_t, ino_t>;
 
-// What an entry is, its symbolic links followed.
+// What an entry is, its symbolic links followed. kGone: it went between readdir and lstat (a
+// writer renaming its temporary file), so there is nothing to list.
 struct Entry {
-  enum Kind { kFolder, kFile, kProblem } kind = kProblem;
+  enum Kind { kFolder, kFile, kGone, kProblem } kind = kProblem;
   FileId id{};
   std::string why;  // for kProblem
 };
@@ -38,6 +39,7 @@ const char* KindOf(mode_t mode) {
 Entry Examine(const std::string& path) {
   struct stat own {};
   if (::lstat(path.c_str(), &own) != 0) {
+    if (errno == ENOENT) return {Entry::kGone, {}, ""};
     return {.why = fmt::format("cannot be examined: {}", std::strerror(errno))};
   }
   struct stat target {};
@@ -87,6 +89,9 @@ bool ReadFolder(const std::string& path, std::vector<std::string>* names, std::s
   return true;
 }
 
+constexpr const char* kWent =
+    "went while its folder was listed: the corpus must not change while a run starts";
+
 class Lister {
  public:
   explicit Lister(std::string root) : root_(std::move(root)) {}
@@ -98,7 +103,9 @@ class Lister {
     for (const std::string& name : names) {
       if (Ignored(name, name, "hidden")) continue;
       const Entry entry = Examine(root_ + "/" + name);
-      if (entry.kind == Entry::kFile) {
+      if (entry.kind == Entry::kGone) {
+        Add(name, kWent);
+      } else if (entry.kind == Entry::kFile) {
         spdlog::debug("discovery: {} ignored: a file directly in the corpus root", name);
       } else if (entry.kind == Entry::kProblem) {
         Add(name, entry.why);
@@ -134,7 +141,11 @@ class Lister {
       if (Ignored(name, path, "hidden")) continue;
       const Entry entry = Examine(root_ + "/" + path);
       const bool shard_name = name.ends_with(".h5");
-      if (entry.kind == Entry::kProblem) {
+      if (entry.kind == Entry::kGone && shard_name) {
+        Add(path, kWent);
+      } else if (entry.kind == Entry::kGone) {
+        spdlog::debug("discovery: {} went while its folder was listed", path);
+      } else if (entry.kind == Entry::kProblem) {
         Add(path, entry.why);
       } else if (entry.kind == Entry::kFolder) {
         Descend(path, shard_name, entry.id, shards);

@@ -9,7 +9,8 @@
 // subset), a link loop, an entry that is neither a regular file nor a folder (a FIFO, a socket,
 // a device), a folder named like a shard, a folder that leads back to one of its ancestors (a
 // file-system loop), a shard reached twice (through links: its documents would be read twice
-// an epoch), a folder that cannot be read. Ignored entries are logged at debug level.
+// an epoch), a folder that cannot be read, a dataset or shard that went between the listing of its
+// folder and its examination. Ignored entries are logged at debug level.
 //
 // Not collective, no MPI; thread safe (no shared state).
 #pragma once

@@ -151,7 +151,7 @@ void AgreeOnKind(const mpi::Comm& comm, const ShardSink& sink) {
 
 }  // namespace
 
-void PackSpec::Validate() const {
+void PackSpec::Validate(uint64_t ranks_on_node) const {
   std::vector<std::string> problems;
   if (inputs.empty()) problems.push_back("no inputs given");
   if (out.empty() || fs::path(out).filename().empty()) {
@@ -159,14 +159,17 @@ void PackSpec::Validate() const {
   }
   if (field.empty()) problems.push_back("--field must not be empty");
   if (shard_tokens == 0) problems.push_back("--shard-tokens must be at least 1");
-  // A rank gathers one shard's tokens in memory, 4 bytes each (8 for ids above 2^32 - 1).
-  const double shard_bytes = 4.0 * static_cast<double>(shard_tokens);
-  if (const uint64_t usable = UsableMemoryBytes(); shard_bytes > static_cast<double>(usable) / 2) {
-    problems.push_back(fmt::format(
-        "--shard-tokens {} needs {} per rank to gather a shard, above "
-        "half of the {} this process may use (RAM, cgroup limit, "
-        "ulimit -v)",
-        shard_tokens, FormatBytes(shard_bytes), FormatBytes(static_cast<double>(usable))));
+  // A rank gathers one shard's tokens in memory: 4 bytes each, 8 for ids above 2^32 - 1 (which
+  // only a vocab_size above 2^32, or none, allows).
+  const double per_token = vocab_size && *vocab_size <= (uint64_t{1} << 32) ? 4 : 8;
+  const double shard_bytes = per_token * static_cast<double>(shard_tokens);
+  if (const MemoryBudget budget = DefaultMemoryBudget(ranks_on_node);
+      shard_bytes > static_cast<double>(budget.bytes)) {
+    problems.push_back(
+        fmt::format("--shard-tokens {} needs up to {} per rank to gather a shard, "
+                    "above the {} a rank may use ({})",
+                    shard_tokens, FormatBytes(shard_bytes),
+                    FormatBytes(static_cast<double>(budget.bytes)), budget.why));
   }
   if (vocab_size && (*vocab_size == 0 || *vocab_size > kMaxTokenId)) {
     problems.push_back(fmt::format("--vocab-size {} must be in [1, 2^63 - 1]", *vocab_size));
@@ -187,8 +190,9 @@ PackStats PackDataset(const mpi::Comm& comm, const PackSpec& spec) {
   const uint64_t n = spec.inputs.size(), r = comm.rank(), w = comm.size();
   const size_t first = r * n / w, last = (r + 1) * n / w;  // this rank's inputs: a contiguous run
   std::vector<uint64_t> sizes;
+  const auto ranks_on_node = static_cast<uint64_t>(comm.RanksOnThisNode());
   mpi::FailTogether(comm, [&] {
-    spec.Validate();
+    spec.Validate(ranks_on_node);
     sizes = InputSizes(spec, first, last);
   });
   // Rank 0 clears the folder before any rank writes: FailTogether waits for every rank.

@@ -45,8 +45,9 @@ struct PackSpec {
   bool force = false;  // replace the part-*.h5 of a non-empty `out`
   std::function<void(uint64_t done_bytes, uint64_t total_bytes)> on_progress;
 
-  // Throws one ConfigError listing every problem of the spec.
-  void Validate() const;
+  // Throws one ConfigError listing every problem of the spec, a shard's buffer above what a rank
+  // among `ranks_on_node` may use (DefaultMemoryBudget) among them.
+  void Validate(uint64_t ranks_on_node = 1) const;
 };
 
 // What a pack wrote, summed over all ranks.

@@ -62,10 +62,6 @@ void CheckEveryRankHasDocuments(const LoaderSetup& setup, uint64_t world) {
   if (!problems.empty()) Refuse(problems);
 }
 
-}  // namespace
-
-namespace {
-
 // What a rank's loader holds besides the corpus table and its state: the batches of int64 tokens
 // read ahead (prefetch of them queued, one being made, one the trainer holds) and the offset
 // cache. In double: the factors are as typed and may overflow 64 bits.
@@ -76,12 +72,9 @@ double BufferBytes(const LoaderConfig& c) {
 }
 
 // The most the loader may hold per rank, and where that figure comes from.
-std::pair<uint64_t, std::string> MemoryBudget(const LoaderConfig& c) {
+MemoryBudget LoaderBudget(const LoaderConfig& c, uint64_t ranks_on_node) {
   if (c.max_memory_bytes > 0) return {c.max_memory_bytes, "max_memory_bytes"};
-  const uint64_t usable = UsableMemoryBytes();
-  return {usable / 2, fmt::format("half of the {} this process may use: RAM, cgroup limit, "
-                                  "ulimit -v",
-                                  FormatBytes(static_cast<double>(usable)))};
+  return DefaultMemoryBudget(ranks_on_node);
 }
 
 std::string BufferBreakdown(const LoaderConfig& c) {
@@ -100,11 +93,12 @@ double StateBytes(uint64_t logical_shards, uint64_t world, uint64_t datasets) {
   return owned * static_cast<double>(datasets) * (3 * sizeof(ShardCursor) + sizeof(uint64_t));
 }
 
-// Buffers and state against the budget: Problems() checked the buffers alone, before the corpus
-// told how many datasets the state holds. Budgets may differ between ranks (nodes of other
-// sizes): the caller fails together.
-void CheckMemory(const LoaderConfig& config, uint64_t world, uint64_t datasets) {
-  const auto [budget, why] = MemoryBudget(config);
+// Buffers and state against the budget of a rank among `ranks_on_node`: Problems() checked the
+// buffers alone, for one process, before the corpus told how many datasets the state holds.
+// Budgets may differ between ranks (nodes of other sizes): the caller fails together.
+void CheckMemory(const LoaderConfig& config, uint64_t world, uint64_t datasets,
+                 uint64_t ranks_on_node) {
+  const auto [budget, why] = LoaderBudget(config, ranks_on_node);
   const double state = StateBytes(config.logical_shards, world, datasets);
   const double bytes = BufferBytes(config) + state;
   if (bytes <= static_cast<double>(budget)) return;
@@ -157,7 +151,7 @@ std::vector<std::string> LoaderConfig::Problems() const {
   }
   if (prefetch == 0) problems.push_back("--prefetch must be at least 1");
   if (max_open_files == 0) problems.push_back("max_open_files must be at least 1");
-  const auto [budget, why] = MemoryBudget(*this);
+  const auto [budget, why] = LoaderBudget(*this, 1);
   if (const double bytes = BufferBytes(*this); bytes > static_cast<double>(budget)) {
     problems.push_back(fmt::format(
         "the loader would hold {} per rank ({}), above the {} it may "
@@ -216,8 +210,10 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, const LoaderConfig& config) {
   });
   LoaderSetup setup;
   setup.table = DiscoverCorpus(comm, config.data);
+  const auto ranks_on_node = static_cast<uint64_t>(comm.RanksOnThisNode());
   mpi::FailTogether(comm, [&] {
-    CheckMemory(config, static_cast<uint64_t>(comm.size()), setup.table.datasets.size());
+    CheckMemory(config, static_cast<uint64_t>(comm.size()), setup.table.datasets.size(),
+                ranks_on_node);
   });
   if (static_cast<uint64_t>(comm.size()) > config.logical_shards) {
     Refuse({config.resume_from.empty()

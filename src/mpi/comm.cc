@@ -156,6 +156,16 @@ uint64_t Comm::Max(uint64_t value) const {
   return value;
 }
 
+int Comm::RanksOnThisNode() const {
+  MPI_Comm node = MPI_COMM_NULL;
+  Check(MPI_Comm_split_type(get(), MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node),
+        "MPI_Comm_split_type");
+  const UniqueHandle<CommTraits> owned(node);
+  int size = 1;
+  Check(MPI_Comm_size(node, &size), "MPI_Comm_size");
+  return size;
+}
+
 namespace {
 
 // Error kinds as they travel between ranks.

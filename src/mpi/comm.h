@@ -75,6 +75,9 @@ class Comm {
   void SumInPlace(std::span<float> values) const;
   uint64_t Sum(uint64_t value) const;
   uint64_t Max(uint64_t value) const;
+  // Collective: the ranks of this communicator that share this rank's node (its memory), this one
+  // included.
+  int RanksOnThisNode() const;
 
  private:
   UniqueHandle<CommTraits> handle_;

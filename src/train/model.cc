@@ -27,7 +27,8 @@ double TrainingBytes(const ModelShape& shape, uint64_t batch) {
 
 }  // namespace
 
-std::vector<std::string> ShapeProblems(const ModelShape& shape, uint64_t batch) {
+std::vector<std::string> ShapeProblems(const ModelShape& shape, uint64_t batch,
+                                       uint64_t ranks_on_node) {
   std::vector<std::string> problems;
   if (shape.vocab < 1)
     problems.push_back("the vocabulary is empty (vocab " + std::to_string(shape.vocab) + ")");
@@ -40,13 +41,14 @@ std::vector<std::string> ShapeProblems(const ModelShape& shape, uint64_t batch) 
   if (shape.context < 1) problems.push_back("--seq-len must be at least 1");
   if (!problems.empty()) return problems;
   const double bytes = TrainingBytes(shape, batch);
-  if (const uint64_t usable = UsableMemoryBytes(); bytes > static_cast<double>(usable) / 2) {
+  if (const MemoryBudget budget = DefaultMemoryBudget(ranks_on_node);
+      bytes > static_cast<double>(budget.bytes)) {
     problems.push_back(fmt::format(
         "training a model of --dim {} x --layers {} (vocab {}) on --batch-size {} x --seq-len {} "
         "needs about {} per rank (weights, gradients, AdamW moments, one step's activations), "
-        "above half of the {} this process may use (RAM, cgroup limit, ulimit -v)",
+        "above the {} a rank may use ({})",
         shape.dim, shape.layers, shape.vocab, batch, shape.context, FormatBytes(bytes),
-        FormatBytes(static_cast<double>(usable))));
+        FormatBytes(static_cast<double>(budget.bytes)), budget.why));
   }
   return problems;
 }

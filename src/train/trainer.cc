@@ -97,8 +97,6 @@ LoaderConfig Trainer::ResumeConfig(const TrainOptions& options, const mpi::Comm&
     if (step_dir) config.resume_from = *step_dir;
     if (!step_dir)
       spdlog::info("train: no checkpoint in {} yet: starting at step 0", options.checkpoint_dir);
-  } else if (!options.checkpoint_dir.empty()) {
-    Loader::PrepareFreshStart(world.get(), options.checkpoint_dir, options.start_over);
   }
   return config;
 }
@@ -115,12 +113,14 @@ ModelShape Trainer::Shape() const {
   ModelShape shape{options_.vocab, options_.dim, options_.layers, options_.heads,
                    static_cast<int64_t>(config_.seq_len)};
   if (shape.vocab == 0) shape.vocab = CorpusVocab(loader_.corpus());
+  const auto ranks_on_node = static_cast<uint64_t>(world_.RanksOnThisNode());
   mpi::FailTogether(world_, [&] {
     STOKER_CHECK(options_.vocab >= 0, ConfigError, "--vocab {} is negative", options_.vocab);
     STOKER_CHECK(shape.vocab > 0, ConfigError,
                  "{} gives no vocab_size attribute (stoker pack and synth write one): pass --vocab",
                  config_.data);
-    const std::vector<std::string> problems = ShapeProblems(shape, config_.batch_size);
+    const std::vector<std::string> problems =
+        ShapeProblems(shape, config_.batch_size, ranks_on_node);
     if (!problems.empty()) ThrowConfigProblems("stoker-train: the model cannot be built", problems);
   });
   torch::manual_seed(config_.seed);
@@ -128,6 +128,11 @@ ModelShape Trainer::Shape() const {
 }
 
 void Trainer::Start() {
+  // The loader and the model are built (corpus, configuration and shape checked): an earlier
+  // run's steps are refused, or deleted with --start-over, before the first save.
+  if (!options_.resume && !options_.checkpoint_dir.empty()) {
+    Loader::PrepareFreshStart(world_.get(), options_.checkpoint_dir, options_.start_over);
+  }
   start_step_ = saved_step_ = loader_.step();
   if (!config_.resume_from.empty()) {
     resumed_ = LoadTrainerFiles(world_, config_.resume_from, model_->shape(), model_, optimizer_);

@@ -9,7 +9,8 @@
 # incomplete step and a corrupt file; inspect of a corrupt file, of an incomplete step and with
 # --data of another corpus exits 1 with a message naming the culprit, printed once under mpirun;
 # inspect of the folder of step folders says it is one and names the newest step; a fresh run
-# into it is refused without touching it, and --start-over deletes the earlier steps first.
+# into it is refused without touching it, and --start-over deletes the earlier steps first (and
+# only once the run is known to start).
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
 : "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
@@ -235,6 +236,11 @@ earlier run (step 5 to 10, the newest $work/ck/step-10): this run would start at
 refused "--start-over with --resume" "--resume excludes --start-over" \
   "$STOKER" run "${args[@]}" --checkpoint-dir "$work/ck" --resume --start-over
 cp -r "$work/ck" "$work/ck-over"
+refused "--start-over of a run that cannot start" "corpus folder $work/nosuch does not exist" \
+  "$STOKER" run "${args[@]:2}" --data "$work/nosuch" --steps 5 --checkpoint-dir "$work/ck-over" \
+  --save-every 5 --start-over
+[ "$(cat "$work"/ck-over/step-*/loader/* | md5sum)" = "$sums" ] ||
+  fail "--start-over deleted steps although the run could not start"
 ok "$work/over" $MPIRUN -np 3 "$STOKER" run "${args[@]}" --steps 5 --checkpoint-dir \
   "$work/ck-over" --save-every 5 --start-over
 grep -q -F -- "--start-over: deleted $work/ck-over/step-10 of an earlier run" "$work/over.err" ||

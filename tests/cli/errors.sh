@@ -80,7 +80,10 @@ for sub in inspect verify; do
   expect_error "$sub: a shard reached twice" "code/sub/again.h5: is the same file as code/part" \
       "$sub" "$broken"
 done
-! "$STOKER" verify "$broken" 2>&1 | grep -q README || fail "verify named web/README"
+"$STOKER" verify "$broken" > "$work/verify-broken.txt" 2>&1 && fail "verify of the broken corpus exited 0"
+! grep -q README "$work/verify-broken.txt" || fail "verify named web/README: $(cat "$work/verify-broken.txt")"
+grep -q "^FAILED: 6 problems" "$work/verify-broken.txt" ||
+  fail "verify did not count the 6 problems: $(cat "$work/verify-broken.txt")"
 
 # --- Numbers are checked as numbers, named with the value as typed, before anything starts. ---
 expect_error "run --steps -1" "\-\-steps: -1 is negative" run --data "$good" --steps -1
@@ -89,6 +92,9 @@ expect_error "run --seed -3" "\-\-seed: -3 is negative" run --data "$good" --see
 expect_error "pack --shard-tokens -1K" "\-\-shard-tokens: -1K is negative" \
     pack "$work/plain-file" --out "$work/p/x" --shard-tokens -1K
 expect_error "synth --files -2" "\-\-files: -2 is negative" synth "$work/s" --dataset a:10 --files -2
+expect_error "run --steps 010" "\-\-steps: 010 is not a decimal number" run --data "$good" --steps 010
+expect_error "run --seq-len 0x10" "\-\-seq-len: 0x10 is not a decimal number" \
+    run --data "$good" --seq-len 0x10
 expect_error "reshard --world-size -2" "\-\-world-size: -2 is negative" \
     reshard "$work/none" --world-size -2 --out "$work/out"
 expect_error "a batch larger than a rank can hold" \
@@ -110,6 +116,11 @@ expect_error "--config of a binary file" "binary.toml: is not a text file (a NUL
 expect_error "--config of a missing file" "missing.toml: no such file" \
     run --data "$good" --config "$work/missing.toml"
 expect_error "run without --data" "\-\-data is required" run --steps 1
+printf 'resume = true\nstart-over = true\n' > "$work/both.toml"
+expect_error "--resume and --start-over in --config" "\-\-resume and \-\-start-over exclude each other" \
+    run --data "$good" --checkpoint-dir "$work/ck" --save-every 1 --config "$work/both.toml"
+expect_error "--start-over without --save-every" "\-\-start-over needs \-\-checkpoint-dir and \-\-save-every" \
+    run --data "$good" --checkpoint-dir "$work/ck" --start-over
 printf 'data = "%s"\nsteps = 2\nseq-len = 16\n' "$good" > "$work/run.toml"
 "$STOKER" run --config "$work/run.toml" > "$work/config-run.txt" 2>&1 ||
   fail "data = ... in --config: $(cat "$work/config-run.txt")"
