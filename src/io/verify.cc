@@ -11,6 +11,7 @@
 
 #include "base/bytes.h"
 #include "base/check.h"
+#include "base/memory.h"
 #include "core/token_type.h"
 #include "io/corpus_stats.h"
 #include "io/discovery.h"
@@ -250,6 +251,17 @@ std::vector<Problem> VerifyShardContents(const std::string& root, const ShardInf
 
 VerifyReport VerifyCorpus(const mpi::Comm& comm, const std::string& root,
                           const VerifyOptions& options) {
+  // A block and its widened copy, 16 bytes an element, must fit before the first is allocated.
+  const auto ranks_on_node = static_cast<uint64_t>(comm.RanksOnThisNode());
+  mpi::FailTogether(comm, [&] {
+    const double bytes = 16.0 * static_cast<double>(options.block_elements);
+    const MemoryBudget budget = DefaultMemoryBudget(ranks_on_node);
+    STOKER_CHECK(bytes <= static_cast<double>(budget.bytes), ConfigError,
+                 "--block {} needs {} per rank (16 bytes an element), above the {} a rank may "
+                 "use ({})",
+                 options.block_elements, FormatBytes(bytes),
+                 FormatBytes(static_cast<double>(budget.bytes)), budget.why);
+  });
   const CorpusScan scan = ScanCorpus(comm, root);
   const std::vector<ShardInfo>& shards = scan.table.shards;
   VerifyReport report = ReportFromScan(scan);

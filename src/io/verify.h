@@ -15,7 +15,8 @@
 //
 // VerifyCorpus is collective over `comm`: file i is read by rank i mod W, the problems are
 // all-gathered, and every rank returns the same report. It throws (collectively) only when the
-// corpus root is not a readable folder (ConfigError), or on a failure of MPI or of stoker itself.
+// corpus root is not a readable folder or a block would not fit in the memory a rank may use
+// (ConfigError), or on a failure of MPI or of stoker itself.
 // VerifyShardContents is not collective and may run on any thread: its HDF5 reads (of shards
 // not read by pread) are serialized inside the h5 layer.
 #pragma once
