@@ -27,7 +27,10 @@ case "$kind" in
     # check); cli.run, cli.rescale, cli.audit and cli.checkpoint_faults cover the same code.
     # cli.empty_documents repeats cli.run's paths at up to 8 ranks (10x slower here); the
     # planner's passing over empty documents runs here in unit RowPlanner.EmptyDocuments*.
-    exclude='^cli\.(soak|empty_documents)$'
+    # cli.options is some 40 refusals of settings, each a process start (2.5 s here): the code
+    # behind them runs here in mpi LoaderTest.BadConfiguration* and the config parser in the
+    # fuzzing stage.
+    exclude='^cli\.(soak|empty_documents|options)$'
     ;;
   thread)
     build_dir=${STOKER_TSAN_BUILD_DIR:-build-tsan}

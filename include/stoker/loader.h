@@ -124,7 +124,9 @@ class Loader {
   // Collective over `comm`: for a run that starts at step 0 and will save into
   // `checkpoint_dir`. Step folders already there belong to an earlier run, which this run's saves
   // would overwrite or mix with: refused (ConfigError on every rank, naming them), unless
-  // `start_over`, when they are deleted first (each logged).
+  // `start_over`, when they are deleted (each logged). Call it once the run is known to start
+  // (after the Loader and the trainer's own state are built) and before the first Save: a run
+  // that fails to start then deletes nothing.
   static void PrepareFreshStart(MPI_Comm comm, const std::string& checkpoint_dir, bool start_over);
 
   const CorpusTable& corpus() const;

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
         stoker::cli::SetupSynth(app),   stoker::cli::SetupPack(app), stoker::cli::SetupVerify(app),
         stoker::cli::SetupInspect(app), stoker::cli::SetupRun(app),  stoker::cli::SetupReshard(app),
         stoker::cli::SetupAudit(app)};
-    stoker::cli::RefuseNegativeNumbers(&app);
+    stoker::cli::CheckUnsignedOptions(&app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

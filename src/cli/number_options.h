@@ -1,20 +1,35 @@
 // Numbers on the command line are checked as numbers. CLI11 converts an unsigned option's value
-// with strtoull, which takes "-1" for 2^64 - 1: `--steps -1` would run for ever and
-// `--seq-len -5` would be reported as 18446744073709551611; and it reads "010" as octal 8.
-// RefuseNegativeNumbers gives every unsigned option of `app` and of its subcommands a check that
-// runs before any conversion or transform (unit suffixes) and refuses a value with a minus sign,
-// or a leading 0 or 0x, naming the option and the value as typed. Call it once every option is
-// added; for stoker and stoker-train alike, and for values from a --config file too (they go
-// through the same checks).
+// with strtoull (base 0), which skips white space, takes "-1" for 2^64 - 1 (`--steps -1` would
+// run for ever, `--seq-len -5` be reported as 18446744073709551611) and reads "010" as octal 8.
+// CheckUnsignedOptions gives every unsigned option of `app` and of its subcommands a check that
+// runs before any conversion or transform (unit suffixes) and refuses a minus sign, a leading 0
+// or 0x, naming the option and the value as typed. Call it once every option is added: stoker
+// and stoker-train do, and values from a --config file go through the same checks.
 //
 // Upper bounds are the configurations' own (LoaderConfig::Problems, the trainer's model shape):
 // they depend on more than one option and on the machine.
+//
+// CheckUnsignedOptions is inline: its callers (the programs' main.cc) include CLI11 anyway, and
+// every file that includes CLI11 costs 8 to 16 s to compile.
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+
+#include "cli/whole_number.h"
 
 namespace stoker::cli {
 
-void RefuseNegativeNumbers(CLI::App* app);
+inline void CheckUnsignedOptions(CLI::App* app) {
+  for (CLI::Option* option : app->get_options()) {
+    // "UINT": CLI11's type name of options bound to unsigned integers (CLI/TypeTools.hpp).
+    if (!option->get_type_name().starts_with("UINT")) continue;
+    // transform() puts the check first: it sees the value as typed, before a unit suffix is
+    // expanded or the text converted. No description, so --help stays as it is.
+    option->transform(
+        CLI::Validator([](std::string& value) { return WholeNumberProblem(value); }, ""));
+  }
+  for (CLI::App* sub : app->get_subcommands({})) CheckUnsignedOptions(sub);
+}
 
 }  // namespace stoker::cli

@@ -36,7 +36,21 @@ const char* KindOf(mode_t mode) {
   return "neither a regular file nor a folder";
 }
 
-Entry Examine(const std::string& path) {
+// A name of a folder as readdir gives it: its type (DT_UNKNOWN where the file system does not
+// say) and inode.
+struct Name {
+  std::string name;
+  unsigned char type = DT_UNKNOWN;
+  ino_t ino = 0;
+  bool operator<(const Name& other) const { return name < other.name; }
+};
+
+// `path`, named `name` in a folder on device `folder_dev`. A regular file that readdir calls
+// one needs no system call: its id is the folder's device and its inode (on a parallel file
+// system every stat is a request to a metadata server, and a corpus has millions of files).
+// Anything else is looked at with lstat and stat.
+Entry Examine(const std::string& path, const Name& name, dev_t folder_dev) {
+  if (name.type == DT_REG) return {Entry::kFile, {folder_dev, name.ino}, ""};
   struct stat own {};
   if (::lstat(path.c_str(), &own) != 0) {
     if (errno == ENOENT) return {Entry::kGone, {}, ""};
@@ -68,7 +82,7 @@ Entry Examine(const std::string& path) {
 
 // The names in folder `path`, sorted as byte strings, without "." and ".."; false when it cannot
 // be read.
-bool ReadFolder(const std::string& path, std::vector<std::string>* names, std::string* why) {
+bool ReadFolder(const std::string& path, std::vector<Name>* names, std::string* why) {
   DIR* dir = ::opendir(path.c_str());
   if (dir == nullptr) {
     *why = fmt::format("cannot be read: {}", std::strerror(errno));
@@ -77,7 +91,7 @@ bool ReadFolder(const std::string& path, std::vector<std::string>* names, std::s
   errno = 0;
   while (const dirent* entry = ::readdir(dir)) {
     const std::string name = entry->d_name;
-    if (name != "." && name != "..") names->push_back(name);
+    if (name != "." && name != "..") names->push_back({name, entry->d_type, entry->d_ino});
   }
   const int error = errno;
   ::closedir(dir);
@@ -97,12 +111,12 @@ class Lister {
   explicit Lister(std::string root) : root_(std::move(root)) {}
 
   CorpusListing Run(FileId root_id) {
-    std::vector<std::string> names;
+    std::vector<Name> names;
     std::string why;
     STOKER_CHECK(ReadFolder(root_, &names, &why), ConfigError, "corpus {} {}", root_, why);
-    for (const std::string& name : names) {
+    for (const auto& [name, type, ino] : names) {
       if (Ignored(name, name, "hidden")) continue;
-      const Entry entry = Examine(root_ + "/" + name);
+      const Entry entry = Examine(root_ + "/" + name, {name, type, ino}, root_id.first);
       if (entry.kind == Entry::kGone) {
         Add(name, kWent);
       } else if (entry.kind == Entry::kFile) {
@@ -133,13 +147,14 @@ class Lister {
 
   // Descends folder `rel` (relative to the root), whose own id is ancestors_.back().
   void Walk(const std::string& rel, std::vector<std::string>* shards) {
-    std::vector<std::string> names;
+    std::vector<Name> names;
     std::string why;
     if (!ReadFolder(root_ + "/" + rel, &names, &why)) return Add(rel, "folder " + why);
-    for (const std::string& name : names) {
+    for (const Name& entry_name : names) {
+      const std::string& name = entry_name.name;
       const std::string path = rel + "/" + name;
       if (Ignored(name, path, "hidden")) continue;
-      const Entry entry = Examine(root_ + "/" + path);
+      const Entry entry = Examine(root_ + "/" + path, entry_name, ancestors_.back().first);
       const bool shard_name = name.ends_with(".h5");
       if (entry.kind == Entry::kGone && shard_name) {
         Add(path, kWent);

@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
     BindData(app, options);
     BindModel(app, options);
     BindRun(app, options);
-    stoker::cli::RefuseNegativeNumbers(&app);
+    stoker::cli::CheckUnsignedOptions(&app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -13,7 +13,7 @@ namespace stoker::fuzz {
 void CheckConfig(std::string_view data) {
   CLI::App app("stoker");
   const cli::Command run = cli::SetupRun(app);
-  cli::RefuseNegativeNumbers(&app);  // as the program does
+  cli::CheckUnsignedOptions(&app);  // as the program does
   try {
     cli::ApplyConfigText(run.app, data, "fuzz.toml");
   } catch (const ConfigError&) {
