@@ -13,9 +13,8 @@
 //       One process: the pure redistribution of a simulated FROM-rank state to TO ranks (split,
 //       encode, decode, assemble), beside copying the same cursors (the floor).
 #include <fcntl.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -25,9 +24,9 @@
 #include <vector>
 
 #include "base/log.h"
+#include "checkpoint/checkpoint_store.h"
 #include "core/random.h"
 #include "core/rescale.h"
-#include "io/checkpoint_store.h"
 #include "mpi/comm.h"
 #include "stoker/loader.h"
 

@@ -32,9 +32,9 @@
 #include "base/check.h"
 #include "core/random.h"
 #include "h5/h5.h"
-#include "io/discovery.h"
-#include "io/shard_writer.h"
 #include "mpi/comm.h"
+#include "shard/discovery.h"
+#include "shard/shard_writer.h"
 #include "stoker/error.h"
 
 namespace stoker {

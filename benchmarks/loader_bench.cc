@@ -29,8 +29,8 @@
 //                process: freed heap of an earlier Loader would hide the next one's growth.
 // Rank 0 prints one plain line per measurement. Figures, not a test.
 #include <fcntl.h>
-#include <hdf5.h>
 #include <fmt/format.h>
+#include <hdf5.h>
 #include <malloc.h>
 #include <unistd.h>
 
@@ -50,13 +50,13 @@
 #include "core/random.h"
 #include "core/token_type.h"
 #include "h5/h5.h"
-#include "io/discovery.h"
-#include "io/synth.h"
-#include "io/token_reader.h"
 #include "mpi/comm.h"
+#include "shard/discovery.h"
+#include "shard/shard_reader.h"
 #include "stoker/corpus.h"
 #include "stoker/error.h"
 #include "stoker/loader.h"
+#include "tools/synth.h"
 
 namespace stoker {
 namespace {

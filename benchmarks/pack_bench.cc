@@ -30,8 +30,8 @@
 
 #include "base/check.h"
 #include "core/random.h"
-#include "io/pack.h"
 #include "mpi/comm.h"
+#include "tools/pack.h"
 
 namespace {
 

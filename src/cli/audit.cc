@@ -1,5 +1,5 @@
 // `stoker audit TRACE_DIR [--data CORPUS] [--bos] [--json]`: checks the piece traces that
-// `stoker run --trace` (or a trainer) wrote over a chain of runs (io/piece_trace.h): no step
+// `stoker run --trace` (or a trainer) wrote over a chain of runs (loader/piece_trace.h): no step
 // missing, no framed token delivered twice or skipped (core/piece_audit.h). With --data it also
 // checks the pieces against the corpus and counts the documents of each epoch delivered whole.
 //
@@ -13,12 +13,12 @@
 #include <string>
 
 #include "base/check.h"
+#include "base/text_table.h"
 #include "cli/commands.h"
 #include "cli/json_text.h"
 #include "core/piece_audit.h"
-#include "io/corpus_stats.h"
-#include "io/piece_trace.h"
-#include "io/token_reader.h"
+#include "loader/piece_trace.h"
+#include "shard/shard_reader.h"
 #include "stoker/corpus.h"
 
 namespace stoker::cli {
@@ -221,7 +221,8 @@ Command SetupAudit(CLI::App& app) {
   auto args = std::make_shared<AuditArgs>();
   CLI::App* sub = app.add_subcommand(
       "audit",
-      "Check the piece traces of a chain of runs (stoker run --trace DIR, or a trainer's): "
+      "Check piece traces: every token delivered once, none skipped.\n"
+      "Checks the piece traces of a chain of runs (stoker run --trace DIR, or a trainer's): "
       "TRACE_DIR/from-<S>/rank-<r>-of-<W>.trace, one folder per run started (or resumed) at "
       "step S on W ranks. Run i counts for steps S_i+1..S_(i+1) (its later steps were replayed "
       "by the next run); the last run up to the last step every one of its ranks recorded whole "

@@ -1,11 +1,11 @@
-// The `stoker` program's fault plan for tests: STOKER_FAULTS (io/posix_io.h, ParseFaultPlan) is
+// The `stoker` program's fault plan for tests: STOKER_FAULTS (os/posix_io.h, ParseFaultPlan) is
 // read once, at start-up, before main() (a static initializer of this file, which only the
 // program links: the library never reads the variable). For testing only: docs/reliability.md.
 // A bad plan ends the process with exit code 2 and a message, before MPI starts.
 #include <cstdio>
 #include <cstdlib>
 
-#include "io/posix_io.h"
+#include "os/posix_io.h"
 #include "stoker/error.h"
 
 namespace {

@@ -2,9 +2,9 @@
 // holds (rank 0 looks and tells the others):
 //   a loader checkpoint step folder (it holds loader/ with rank files), or that loader/ folder:
 //     rank 0 reads and checks every rank file and prints what shapes the order and how far each
-//     rank and dataset has got (io/checkpoint_stats.h); --data CORPUS adds epochs done;
+//     rank and dataset has got (checkpoint/checkpoint_stats.h); --data CORPUS adds epochs done;
 //   anything else is taken for a corpus folder: a table of its datasets (files, documents,
-//     tokens, token type, document-length statistics) and its fingerprint (io/corpus_stats.h).
+//     tokens, token type, document-length statistics) and its fingerprint (tools/corpus_stats.h).
 // --json prints one JSON object instead, whose "kind" says which. Errors (a corrupt or incomplete
 // checkpoint, naming the file) are raised on every rank together; the exit code is 1.
 #include <algorithm>
@@ -15,11 +15,12 @@
 #include <string>
 
 #include "base/check.h"
+#include "checkpoint/checkpoint_stats.h"
+#include "checkpoint/checkpoint_store.h"
 #include "cli/commands.h"
 #include "cli/json_text.h"
-#include "io/checkpoint_stats.h"
-#include "io/checkpoint_store.h"
-#include "io/corpus_stats.h"
+#include "core/token_type.h"
+#include "tools/corpus_stats.h"
 
 namespace stoker::cli {
 

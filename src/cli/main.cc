@@ -6,6 +6,9 @@
 // which then ends the job with MPI_Abort so that no other rank waits for it for ever.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "base/log.h"
@@ -13,6 +16,23 @@
 #include "cli/number_options.h"
 #include "mpi/comm.h"
 #include "stoker/error.h"
+
+namespace {
+
+// `stoker --help` lists each subcommand by the first line of its description, its summary; the
+// rest is for `stoker SUB --help`, which prints it all (subcommands keep CLI11's formatter).
+class SummaryFormatter : public CLI::Formatter {
+ public:
+  std::string make_subcommand(const CLI::App* sub) const override {
+    const std::string& description = sub->get_description();
+    std::stringstream out;
+    CLI::detail::format_help(out, sub->get_display_name(true),
+                             description.substr(0, description.find('\n')), column_width_);
+    return out.str();
+  }
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
   stoker::mpi::Session session(&argc, &argv);
@@ -30,6 +50,8 @@ int main(int argc, char** argv) {
         stoker::cli::SetupSynth(app),   stoker::cli::SetupPack(app), stoker::cli::SetupVerify(app),
         stoker::cli::SetupInspect(app), stoker::cli::SetupRun(app),  stoker::cli::SetupReshard(app),
         stoker::cli::SetupAudit(app)};
+    app.formatter(std::make_shared<SummaryFormatter>());
+    app.footer("stoker SUBCOMMAND --help explains a subcommand and its options.");
     stoker::cli::CheckUnsignedOptions(&app);
     try {
       app.parse(argc, argv);

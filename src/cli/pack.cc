@@ -1,6 +1,6 @@
 // `stoker pack INPUT... --out DIR/NAME`: packs jsonl or text files into one dataset of shards.
-// Binds the flags into a PackSpec (io/pack.h), draws progress on rank 0 and logs a summary.
-#include "io/pack.h"
+// Binds the flags into a PackSpec (tools/pack.h), draws progress on rank 0 and logs a summary.
+#include "tools/pack.h"
 
 #include <chrono>
 #include <map>
@@ -54,7 +54,8 @@ Command SetupPack(CLI::App& app) {
   PackSpec& spec = *options;
   CLI::App* sub = app.add_subcommand(
       "pack",
-      "Pack jsonl or text files into one dataset folder of shards, DIR/NAME/part-RRRRR-KKKKK.h5 "
+      "Pack jsonl or text files into a dataset folder of shards.\n"
+      "The shards are DIR/NAME/part-RRRRR-KKKKK.h5 "
       "(R = rank, K = shard on that rank), documents in input order. jsonl: one JSON object per "
       "line whose --field holds an array of token ids, or a string that the built-in byte "
       "tokenizer encodes. text: each file is one document, byte-tokenized (tokenizer "

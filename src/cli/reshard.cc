@@ -1,5 +1,5 @@
 // `stoker reshard STEP_DIR --world-size W' --out NEW_STEP_DIR`: rewrites a loader checkpoint
-// saved by W ranks into one for W' ranks, offline (loader/reshard.h): one process, no MPI
+// saved by W ranks into one for W' ranks, offline (checkpoint/reshard.h): one process, no MPI
 // communication, so it runs on a login node before the job that resumes on W' ranks starts.
 // Resuming from its output on W' ranks gives the same stream, bit for bit, as resuming from the
 // original on W' ranks (the loader then rescales the same way at start-up).
@@ -10,7 +10,7 @@
 //
 // Under mpirun only rank 0 works; the others wait for it and fail with it (mpi::FailTogether).
 // Rank 0 prints one summary line on stdout.
-#include "loader/reshard.h"
+#include "checkpoint/reshard.h"
 
 #include <chrono>
 #include <cstdio>
@@ -20,10 +20,10 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "checkpoint/checkpoint_stats.h"
+#include "checkpoint/checkpoint_store.h"
 #include "cli/commands.h"
-#include "io/checkpoint_stats.h"
-#include "io/checkpoint_store.h"
-#include "io/files.h"
+#include "os/files.h"
 
 namespace stoker::cli {
 
@@ -110,7 +110,8 @@ Command SetupReshard(CLI::App& app) {
   auto options = std::make_shared<ReshardOptions>();
   CLI::App* sub = app.add_subcommand(
       "reshard",
-      "Rewrite a loader checkpoint saved by W ranks into one for W' ranks, offline: for moving a "
+      "Rewrite a loader checkpoint for another number of ranks, offline.\n"
+      "Turns a checkpoint saved by W ranks into one for W' ranks: for moving a "
       "job to another node count before the resumed job starts (e.g. on a login node). One "
       "process, no MPI communication (under mpirun rank 0 works, the others wait). Reads every "
       "rank file of step_dir/loader/ (all must be present and valid) and writes "

@@ -3,7 +3,7 @@
 // each batch it delivers, before it takes the next, to DIR/rank-<r>.bin (raw little-endian int64
 // rows of seq_len + 1 tokens), for tests and for checking a run's order by hand. With --trace DIR
 // every rank writes the pieces of each batch it delivers, before it takes the next, to
-// DIR/from-<S>/rank-<r>-of-<W>.trace (io/piece_trace.h), for `stoker audit`.
+// DIR/from-<S>/rank-<r>-of-<W>.trace (loader/piece_trace.h), for `stoker audit`.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "base/check.h"
 #include "base/log.h"
@@ -22,7 +24,10 @@
 #include "cli/config_file.h"
 #include "cli/json_text.h"
 #include "core/weights.h"
-#include "io/piece_trace.h"
+#include "loader/piece_trace.h"
+#include "os/files.h"
+#include "os/posix_io.h"
+#include "os/unique_fd.h"
 #include "stoker/loader.h"
 
 namespace stoker::cli {
@@ -51,46 +56,36 @@ struct RunOptions {
 class Dump {
  public:
   Dump(const std::string& dir, int rank)
-      : tokens_(Open(fmt::format("{}/rank-{}.bin", dir, rank), dir)),
-        pieces_(Open(fmt::format("{}/rank-{}.pieces", dir, rank), dir)) {}
-  ~Dump() {
-    ::close(tokens_.fd);
-    ::close(pieces_.fd);
-  }
+      : tokens_path_(fmt::format("{}/rank-{}.bin", dir, rank)),
+        pieces_path_(fmt::format("{}/rank-{}.pieces", dir, rank)),
+        tokens_(Create(tokens_path_, dir)),
+        pieces_(Create(pieces_path_, dir)) {}
   void Write(const Batch& batch) {
     std::vector<uint64_t> pieces;
     for (const DocPiece& p : batch.pieces) {
       pieces.insert(pieces.end(), {p.dataset, p.doc, p.epoch, p.first, p.count});
     }
-    WriteAll(pieces_, pieces.data(), pieces.size() * sizeof(uint64_t));
-    WriteAll(tokens_, batch.tokens.data(), batch.tokens.size() * sizeof(int64_t));
+    WriteAll(pieces_.get(), AsBytes(pieces), pieces_path_);
+    WriteAll(tokens_.get(), AsBytes(batch.tokens), tokens_path_);
   }
 
  private:
-  struct File {
-    std::string path;
-    int fd;
-  };
-  static File Open(const std::string& path, const std::string& dir) {
+  static UniqueFd Create(const std::string& path, const std::string& dir) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    STOKER_CHECK(fd >= 0, IoError, "cannot create {}: {}", path, std::strerror(errno));
-    return {path, fd};
+    UniqueFd fd(posix::Open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    STOKER_CHECK(fd, IoError, "cannot create {}: {}", path, std::strerror(errno));
+    return fd;
   }
-  static void WriteAll(const File& file, const void* data, size_t left) {
-    const char* bytes = static_cast<const char*>(data);
-    while (left > 0) {
-      const ssize_t n = ::write(file.fd, bytes, left);
-      if (n < 0 && errno == EINTR) continue;
-      STOKER_CHECK(n > 0, IoError, "writing {} failed: {}", file.path, std::strerror(errno));
-      bytes += n;
-      left -= static_cast<size_t>(n);
-    }
+  template <typename T>
+  static std::string_view AsBytes(const std::vector<T>& values) {
+    return {reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)};
   }
 
-  File tokens_;
-  File pieces_;
+  std::string tokens_path_;
+  std::string pieces_path_;
+  UniqueFd tokens_;
+  UniqueFd pieces_;
 };
 
 double Since(std::chrono::steady_clock::time_point start) {
@@ -189,7 +184,8 @@ Command SetupRun(CLI::App& app) {
   LoaderConfig& c = options->config;
   CLI::App* sub = app.add_subcommand(
       "run",
-      "Pull batches from the loader as a trainer would, until step --steps. Every rank streams its "
+      "Stream batches from the loader as a trainer would.\n"
+      "Pulls batches until step --steps. Every rank streams its "
       "own rows of seq-len + 1 tokens; together the ranks see every document once per epoch, "
       "globally shuffled, mixed by --weights. Rank 0 ends by printing one JSON line (ranks, "
       "steps, tokens of all ranks, seconds, tokens_per_second, startup and wait times).");

@@ -1,7 +1,7 @@
 // `stoker synth OUT --dataset NAME:TOKENS[:MEAN_DOC_LEN] ...`: writes a synthetic corpus.
-// Binds the flags into a SynthSpec (io/synth.h), runs SynthesizeCorpus on every rank and logs a
+// Binds the flags into a SynthSpec (tools/synth.h), runs SynthesizeCorpus on every rank and logs a
 // summary on rank 0.
-#include "io/synth.h"
+#include "tools/synth.h"
 
 #include <chrono>
 #include <memory>
@@ -44,7 +44,8 @@ Command SetupSynth(CLI::App& app) {
   SynthSpec& spec = options->spec;
   CLI::App* sub = app.add_subcommand(
       "synth",
-      "Write a synthetic corpus: OUT/NAME/part-00000.h5, ... for each --dataset. Document "
+      "Write a synthetic corpus, for tests and benchmarks.\n"
+      "OUT/NAME/part-00000.h5, ... for each --dataset. Document "
       "lengths are log-normal (sigma 1) with the given mean, tokens uniform in [0, vocab-1); "
       "eos_id = vocab-1. The same arguments write the same bytes, whatever the number of "
       "ranks; under mpirun the ranks write different files in parallel.");

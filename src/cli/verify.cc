@@ -1,8 +1,8 @@
 // `stoker verify CORPUS [--json]`: checks every promise of the shard format in every file of a
-// corpus, reading all of them completely (io/verify.h). Rank 0 prints one line per problem and a
+// corpus, reading all of them completely (shard/verify.h). Rank 0 prints one line per problem and a
 // summary on stdout, or one JSON object with --json. Exit code 0 when the corpus is clean, 1 when
 // it is not (the same on every rank).
-#include "io/verify.h"
+#include "shard/verify.h"
 
 #include <chrono>
 #include <cstdio>
@@ -67,7 +67,8 @@ Command SetupVerify(CLI::App& app) {
   auto args = std::make_shared<VerifyArgs>();
   CLI::App* sub = app.add_subcommand(
       "verify",
-      "Check a corpus completely: every shard's metadata (format version, /tokens and "
+      "Check every shard and every token of a corpus.\n"
+      "Checks a corpus completely: every shard's metadata (format version, /tokens and "
       "/doc_offsets present, 1-D integers) and every element of its arrays (token ids not "
       "negative and below vocab_size; document offsets from 0, never decreasing, ending at the "
       "length of /tokens; eos_id and bos_id below vocab_size). Prints one line per problem "

@@ -1,4 +1,4 @@
-// PieceAudit: proves from piece traces (io/piece_trace.h) that a history of runs, resumed from
+// PieceAudit: proves from piece traces (loader/piece_trace.h) that a history of runs, resumed from
 // checkpoints on any rank counts and possibly killed, lost no framed token and delivered none
 // twice. Pure: no I/O, no MPI; the caller reads the traces (and, optionally, corpus facts).
 //

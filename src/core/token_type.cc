@@ -86,4 +86,14 @@ void WidenTokens(TokenType type, const void* src, size_t count, int64_t* out) {
   STOKER_ASSERT(false, "token type {}", static_cast<int>(type));
 }
 
+std::string TokenTypesLabel(std::span<const TokenType> types) {
+  if (types.empty()) return "-";
+  if (types.size() == 1) return TokenTypeName(types.front());
+  std::string label = "mixed(";
+  for (size_t i = 0; i < types.size(); ++i) {
+    label += (i > 0 ? "," : "") + std::string(TokenTypeName(types[i]));
+  }
+  return label + ")";
+}
+
 }  // namespace stoker

@@ -41,7 +41,7 @@ struct IntType {
   bool is_signed = false;
 };
 
-// Transitional name, until src/io/shard_check.cc says ArrayInfo.
+// Transitional name, until src/shard/shard_check.cc says ArrayInfo.
 
 // True when the file at `path` carries an HDF5 signature (where HDF5 looks for one), false when
 // it does not. A file that cannot be opened (missing, permission denied) is an IoError naming it

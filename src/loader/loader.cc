@@ -11,13 +11,13 @@
 #include <thread>
 
 #include "base/check.h"
+#include "checkpoint/checkpoint_store.h"
+#include "checkpoint/checkpoint_writer.h"
+#include "checkpoint/restore.h"
 #include "core/loader_state.h"
-#include "io/batch_reader.h"
-#include "io/checkpoint_store.h"
-#include "io/checkpoint_writer.h"
-#include "io/doc_index.h"
+#include "loader/batch_reader.h"
+#include "loader/doc_index.h"
 #include "loader/loader_setup.h"
-#include "loader/restore.h"
 
 namespace stoker {
 

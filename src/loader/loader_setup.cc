@@ -8,7 +8,7 @@
 
 #include "base/check.h"
 #include "base/memory.h"
-#include "io/discovery.h"
+#include "shard/discovery.h"
 
 namespace stoker {
 

@@ -12,10 +12,10 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "checkpoint/checkpoint_store.h"
 #include "cli/json_text.h"
 #include "core/weights.h"
-#include "io/checkpoint_store.h"
-#include "io/piece_trace.h"
+#include "loader/piece_trace.h"
 #include "stoker/torch.h"
 #include "train/model.h"
 #include "train/trainer_checkpoint.h"

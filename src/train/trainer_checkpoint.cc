@@ -5,7 +5,7 @@
 
 #include "base/check.h"
 #include "core/fingerprint.h"
-#include "io/files.h"
+#include "os/files.h"
 
 namespace stoker::train {
 

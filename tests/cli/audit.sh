@@ -16,11 +16,10 @@
 #     saying so first); --help explains every option.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
+source "$(dirname "$0")/../common/test_lib.sh"
 : "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/stoker-audit-cli.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+make_work audit
 start=$SECONDS
 
 corpus="$work/corpus"

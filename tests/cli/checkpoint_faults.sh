@@ -12,6 +12,7 @@
 # time the newest complete step is usable, and --resume goes on from it.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
+source "$(dirname "$0")/../common/test_lib.sh"
 : "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/stoker-ckpt-faults.XXXXXX")
@@ -25,7 +26,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 for name_seed in corpus:1 other:2; do
   "$STOKER" synth "$work/${name_seed%:*}" --dataset a:8000:40 --dataset b:4000:100 --files 2 \

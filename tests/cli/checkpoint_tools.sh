@@ -13,11 +13,10 @@
 # only once the run is known to start).
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
+source "$(dirname "$0")/../common/test_lib.sh"
 : "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/stoker-ckpt-tools.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+make_work ckpt-tools
 
 # ok LOG CMD...: runs CMD; stdout to LOG.out, stderr to LOG.err; fails the test if CMD fails.
 ok() {

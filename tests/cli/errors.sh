@@ -7,10 +7,10 @@
 # ("HDF5-DIAG"). Settings (numbers, --config) are options.sh's.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
+source "$(dirname "$0")/../common/test_lib.sh"
 : "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+make_work errors
 
 mkdir -p "$work/empty" "$work/not-hdf5/web"
 echo "not an HDF5 file at all" > "$work/not-hdf5/web/part-00000.h5"

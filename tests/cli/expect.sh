@@ -1,6 +1,5 @@
-# Sourced by tests/cli/errors.sh and options.sh: how a refusal is checked. Needs STOKER, MPIRUN
-# and a folder $work.
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# Sourced by tests/cli/errors.sh and options.sh (after tests/common/test_lib.sh): how a refusal
+# is checked. Needs STOKER, MPIRUN and a folder $work.
 
 # expect_errors NAME ARGS...: runs stoker with ARGS alone and at 2 ranks (NPS="1" for alone
 # only); each must exit non-zero, print every pattern of the array PATTERNS exactly once, speak

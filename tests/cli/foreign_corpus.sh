@@ -8,11 +8,10 @@
 # U+FFFD; the text output keeps the name's bytes.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
+source "$(dirname "$0")/../common/test_lib.sh"
 : "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/stoker-foreign.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+make_work foreign
 python=/usr/bin/python3  # Debian's, which sees python3-h5py
 "$python" -c "import h5py" 2> /dev/null || fail "h5py is missing (scripts/setup.sh installs python3-h5py)"
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # I/O faults injected into a real `stoker run` under mpirun -np 2 through STOKER_FAULTS (the I/O
-# seam, io/posix_io.h; for testing only), each run under `timeout 60` so that a hang fails:
+# seam, os/posix_io.h; for testing only), each run under `timeout 60` so that a hang fails:
 #   - rank 1's fsync (then its write, then its rename) of its step-6 checkpoint file fails: the
 #     run exits non-zero, rank 1 printing an error that names the file and the call; step 6 holds
 #     no file and no temporary file of rank 1; --resume goes on from step 4 (its dump proves it)
@@ -11,11 +11,10 @@
 #   - a bad STOKER_FAULTS: exit 2 before MPI starts, naming the rule.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
+source "$(dirname "$0")/../common/test_lib.sh"
 : "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/stoker-io-faults.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+make_work io-faults
 
 "$STOKER" synth "$work/corpus" --dataset a:8000:40 --dataset b:4000:100 --files 2 --seed 1 \
   --unique-tokens > "$work/synth.log" 2>&1 || { cat "$work/synth.log" >&2; fail "stoker synth"; }

@@ -5,14 +5,14 @@
 # 2 billion tokens, verify --block of 16 GiB where RAM is below 32 GiB, 10^10 logical shards);
 # EOS/BOS ids outside the corpus's vocabulary; --config files that are folders, binary or
 # missing, --resume with --start-over from one, --start-over without --save-every; and keys of
-# a --config file, --data among them, working as --help says. Representatives under mpirun -np 2
-# print their message once; the rest run alone.
+# a --config file, --data among them, working as --help says; `stoker --help` one short line per
+# subcommand. Representatives under mpirun -np 2 print their message once; the rest run alone.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
+source "$(dirname "$0")/../common/test_lib.sh"
 : "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+make_work options
 source "$(dirname "$0")/expect.sh"
 
 good="$work/good"
@@ -68,5 +68,18 @@ printf 'data = "%s"\nsteps = 2\nseq-len = 16\n' "$good" > "$work/run.toml"
   fail "data = ... in --config: $(cat "$work/config-run.txt")"
 grep -q '"steps":2' "$work/config-run.txt" || fail "--config did not set steps"
 echo "ok: --config with data, steps and seq-len keys"
+
+# `stoker --help` lists every subcommand on one short line; `stoker SUB --help` explains at length.
+"$STOKER" --help > "$work/help.txt" 2>&1 || fail "stoker --help: $(cat "$work/help.txt")"
+for sub in synth pack verify inspect run reshard audit; do
+  line=$(grep -E "^  $sub " "$work/help.txt") || fail "stoker --help does not list $sub: $(cat "$work/help.txt")"
+  [ "${#line}" -le 100 ] || fail "stoker --help: the line of $sub is ${#line} characters: $line"
+  [ "$(grep -c -E "^  $sub " "$work/help.txt")" = 1 ] || fail "stoker --help lists $sub twice"
+  "$STOKER" "$sub" --help > "$work/help-$sub.txt" 2>&1 || fail "stoker $sub --help failed"
+  [ "$(wc -c < "$work/help-$sub.txt")" -gt $(( ${#line} + 200 )) ] ||
+    fail "stoker $sub --help explains no more than the summary: $(cat "$work/help-$sub.txt")"
+done
+[ "$(wc -l < "$work/help.txt")" -le 25 ] || fail "stoker --help is $(wc -l < "$work/help.txt") lines"
+echo "ok: stoker --help lists the 7 subcommands one short line each; SUB --help explains each"
 
 echo "options: all checks passed"

@@ -5,17 +5,13 @@
 # documents and tokens that went in.
 # Needs STOKER (the program) and MPIRUN (mpirun with its flags), as CTest sets them.
 set -euo pipefail
+source "$(dirname "$0")/../common/test_lib.sh"
 
 : "${STOKER:?set STOKER to the stoker program}"
 : "${MPIRUN:?set MPIRUN to mpirun and its flags}"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/stoker-pack-cli.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+make_work pack
 
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
 
 # The value of a top-level integer field of inspect's JSON ("total_docs": 12).
 json_int() {

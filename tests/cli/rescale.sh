@@ -14,11 +14,10 @@
 # folder and from the original dumps the same bytes (4->3 and 2->5).
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
+source "$(dirname "$0")/../common/test_lib.sh"
 : "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/stoker-rescale-cli.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+make_work rescale
 
 corpus="$work/corpus"
 "$STOKER" synth "$corpus" --dataset a:30000:60 --dataset b:20000:150 --dataset c:10000:25 \

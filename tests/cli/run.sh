@@ -8,11 +8,10 @@
 # dataset exactly once.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
+source "$(dirname "$0")/../common/test_lib.sh"
 : "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/stoker-run-cli.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+make_work run
 
 # run_ok NP LOG ARGS...: `stoker run ARGS` at NP ranks; stdout to LOG.out, stderr to LOG.err.
 run_ok() {

@@ -19,6 +19,7 @@
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags); SOAK_SEED, SOAK_KILLS;
 # SOAK_KEEP=1 keeps the work folder.
 set -euo pipefail
+source "$(dirname "$0")/../common/test_lib.sh"
 : "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
 seed=${SOAK_SEED:-1}
 kills_wanted=${SOAK_KILLS:-22}
@@ -32,7 +33,7 @@ cleanup() {
   if [ -n "${SOAK_KEEP:-}" ]; then echo "soak: kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
-fail() { echo "FAIL (SOAK_SEED=$seed): $*" >&2; exit 1; }
+FAIL_CONTEXT="SOAK_SEED=$seed"
 start=$SECONDS
 
 corpus="$work/corpus" tr="$work/trace" ck="$work/ckpt"

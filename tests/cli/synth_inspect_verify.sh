@@ -6,12 +6,11 @@
 # that file, once.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
+source "$(dirname "$0")/../common/test_lib.sh"
 : "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+make_work synth-inspect-verify
 corpus="$work/corpus"
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # Runs stoker at $1 ranks (1: without mpirun) with the remaining arguments.
 stoker_at() {

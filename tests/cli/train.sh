@@ -14,11 +14,10 @@
 #     --steps or --warmup, and a model larger than a rank can hold, are refused before training.
 # Environment: STOKER, STOKER_TRAIN, MPIRUN, STOKER_SOURCE (see tests/CMakeLists.txt).
 set -euo pipefail
+source "$(dirname "$0")/../common/test_lib.sh"
 : "${STOKER:?}" "${STOKER_TRAIN:?}" "${MPIRUN:?}" "${STOKER_SOURCE:?}"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/stoker-train-cli.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+make_work train
 json() { python3 -c "import json,sys; d=json.loads(sys.stdin.read().strip().splitlines()[-1]); print($1)"; }
 
 STOKER_CORPUS_MAX_FILES=150 "$STOKER_SOURCE/scripts/default-corpus.sh" "$work/corpus" 2 \

@@ -11,7 +11,7 @@
 
 #include "core/random.h"
 #include "core/token_type.h"
-#include "io/token_reader.h"
+#include "shard/shard_reader.h"
 
 namespace stoker::testing {
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "io/shard_writer.h"
 #include "mpi/comm.h"
+#include "shard/shard_writer.h"
 #include "stoker/corpus.h"
 
 namespace stoker::testing {

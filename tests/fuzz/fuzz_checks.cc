@@ -13,15 +13,15 @@
 #include <set>
 #include <vector>
 
+#include "checkpoint/restore.h"
 #include "core/byte_tokenizer.h"
 #include "core/checkpoint_codec.h"
 #include "core/piece_audit.h"
 #include "core/row_planner.h"
 #include "core/weights.h"
-#include "io/jsonl_doc.h"
-#include "io/piece_trace.h"
-#include "loader/restore.h"
+#include "loader/piece_trace.h"
 #include "stoker/error.h"
+#include "tools/jsonl_doc.h"
 
 namespace stoker::fuzz {
 

@@ -25,19 +25,19 @@ class FuzzFailure : public std::logic_error {
 // header's payload length and appends the right XXH3-64, so that mutations reach the payload
 // decoder instead of stopping at those two plain comparisons.
 // A decoded checkpoint must encode and decode to itself, and pass or fail CheckStateFits
-// (loader/restore.h) against a corpus of its identity's datasets with a few documents each.
+// (checkpoint/restore.h) against a corpus of its identity's datasets with a few documents each.
 void CheckCheckpoint(std::string_view data);
 
 // The --weights syntax (core/weights.h): parsed weights are finite, >= 0, under trimmed non-empty
 // names, and print back (NAME=WEIGHT joined by commas) to text that parses to the same map.
 void CheckWeights(std::string_view data);
 
-// One line of `stoker pack`'s jsonl input (io/jsonl_doc.h), with the field "tokens" and, when the
-// line's length is odd, --vocab-size 50000: a string gives one token per byte that decodes back to
-// it; ids come out unchanged, at most 2^63 - 1 and below the vocabulary.
+// One line of `stoker pack`'s jsonl input (tools/jsonl_doc.h), with the field "tokens" and, when
+// the line's length is odd, --vocab-size 50000: a string gives one token per byte that decodes back
+// to it; ids come out unchanged, at most 2^63 - 1 and below the vocabulary.
 void CheckJsonlLine(std::string_view data);
 
-// Piece trace files (io/piece_trace.h) read by ReadTraceDir and audited by AuditTrace
+// Piece trace files (loader/piece_trace.h) read by ReadTraceDir and audited by AuditTrace
 // (core/piece_audit.h), which must never throw. Byte 0 shapes the trace folder: bits 0-1 the
 // world of the run from step 0 (1 + value), bit 2 a second run, bits 3-4 its world, bit 5 corpus
 // facts for the audit (bits 6-7: 1-4 datasets); byte 1 the second run's start step. The rest is

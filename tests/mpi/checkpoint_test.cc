@@ -23,15 +23,15 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint_store.h"
+#include "checkpoint/reshard.h"
 #include "common/test_support.h"
-#include "io/checkpoint_store.h"
-#include "io/discovery.h"
-#include "io/synth.h"
-#include "io/token_reader.h"
-#include "loader/reshard.h"
 #include "mpi/comm.h"
+#include "shard/discovery.h"
+#include "shard/shard_reader.h"
 #include "stoker/error.h"
 #include "stoker/loader.h"
+#include "tools/synth.h"
 
 namespace stoker {
 namespace {

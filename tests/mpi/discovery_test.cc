@@ -6,7 +6,7 @@
 //
 // Registered at 1, 2 and 4 ranks. EXPECT (not ASSERT) around collectives, so that a failure on one
 // rank cannot leave the others waiting.
-#include "io/discovery.h"
+#include "shard/discovery.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

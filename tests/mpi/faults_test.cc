@@ -1,4 +1,4 @@
-// I/O faults injected through the seam (io/posix_io.h) into a running Loader at 1, 2 and 4 ranks:
+// I/O faults injected through the seam (os/posix_io.h) into a running Loader at 1, 2 and 4 ranks:
 //   - a write, fsync or rename failing on the last rank while it saves step 8: that rank's
 //     WaitForSave() throws an IoError naming its file and the call, the other ranks save; step 8
 //     stays incomplete (no rank file, no temporary file of that rank), FindResumeStep picks step
@@ -21,12 +21,12 @@
 
 #include "common/test_support.h"
 #include "core/token_type.h"
-#include "io/discovery.h"
-#include "io/posix_io.h"
-#include "io/synth.h"
 #include "mpi/comm.h"
+#include "os/posix_io.h"
+#include "shard/discovery.h"
 #include "stoker/error.h"
 #include "stoker/loader.h"
+#include "tools/synth.h"
 
 namespace stoker {
 namespace {

@@ -7,9 +7,10 @@
 #include <numeric>
 
 #include "common/test_support.h"
-#include "io/corpus_stats.h"
-#include "io/discovery.h"
+#include "core/token_type.h"
+#include "shard/discovery.h"
 #include "stoker/error.h"
+#include "tools/corpus_stats.h"
 
 namespace stoker {
 namespace {
@@ -157,22 +158,6 @@ TEST_F(InspectTest, DecreasingOffsetsThrowDataErrorOnAllRanks) {
   testing::ExpectCollectiveError<DataError>(
       [&] { CollectCorpusStats(comm_, dir_.path()); },
       {"web/bad.h5", "/doc_offsets[2]", "offset 4", "stoker verify"});
-}
-
-TEST(GroupThousandsTest, Groups) {
-  EXPECT_EQ(GroupThousands(0), "0");
-  EXPECT_EQ(GroupThousands(999), "999");
-  EXPECT_EQ(GroupThousands(1000), "1,000");
-  EXPECT_EQ(GroupThousands(1234567), "1,234,567");
-  EXPECT_EQ(GroupThousands(UINT64_MAX), "18,446,744,073,709,551,615");
-}
-
-TEST(TokenTypesLabelTest, Labels) {
-  EXPECT_EQ(TokenTypesLabel({}), "-");
-  const std::vector<TokenType> one = {TokenType::kInt32};
-  EXPECT_EQ(TokenTypesLabel(one), "int32");
-  const std::vector<TokenType> two = {TokenType::kUint16, TokenType::kUint64};
-  EXPECT_EQ(TokenTypesLabel(two), "mixed(uint16,uint64)");
 }
 
 }  // namespace

@@ -27,11 +27,11 @@
 
 #include "common/test_support.h"
 #include "core/partition.h"
-#include "io/discovery.h"
-#include "io/synth.h"
-#include "io/token_reader.h"
 #include "mpi/comm.h"
+#include "shard/discovery.h"
+#include "shard/shard_reader.h"
 #include "stoker/error.h"
+#include "tools/synth.h"
 
 namespace stoker {
 namespace {

@@ -1,7 +1,7 @@
 // `stoker pack` as a library call, at 1, 2 and 4 ranks, on real files: documents come back
 // identical and in input order (jsonl token ids, jsonl strings, text files), shards split where
 // --shard-tokens says, and bad inputs fail every rank with one message naming the file and line.
-#include "io/pack.h"
+#include "tools/pack.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include "common/test_support.h"
 #include "core/byte_tokenizer.h"
 #include "core/random.h"
-#include "io/discovery.h"
+#include "shard/discovery.h"
 #include "stoker/error.h"
 
 namespace stoker {

@@ -2,7 +2,7 @@
 // asks for, the bytes depend on the spec only (not on the run, not on the number of ranks),
 // --unique-tokens makes every token value occur once, --force leaves no shard of an earlier run,
 // and bad specs fail every rank together.
-#include "io/synth.h"
+#include "tools/synth.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <set>
 
 #include "common/test_support.h"
-#include "io/discovery.h"
+#include "shard/discovery.h"
 #include "stoker/error.h"
 
 namespace stoker {

@@ -1,7 +1,7 @@
 // VerifyCorpus on real files at 1, 2 and 4 ranks: one test per fault of the shard format, each on a
 // tiny corpus that rank 0 writes, checking the exact problem (file, object, index) and the key
 // words of its message on every rank, and that every rank got the same report.
-#include "io/verify.h"
+#include "shard/verify.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -19,6 +19,7 @@
 # Environment: STOKER, STOKER_TRAIN (the programs), MPIRUN (mpirun with its flags).
 # Exit 77 (skipped) when a single-node Slurm cannot run here (cluster.sh says why).
 set -euo pipefail
+source "$(dirname "$0")/../common/test_lib.sh"
 : "${STOKER:?STOKER must name the stoker program}"
 : "${STOKER_TRAIN:?STOKER_TRAIN must name the stoker-train program}"
 : "${MPIRUN:?MPIRUN must name mpirun and its flags}"
@@ -31,10 +32,6 @@ STOKER_SLURM_ON_EXIT='[ "${STOKER_SLURM_KEEP:-0}" = 1 ] && echo "kept $work" >&2
 trap 'eval "$STOKER_SLURM_ON_EXIT"' EXIT  # until slurm_start takes the trap over
 source "$here/cluster.sh"
 
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
 checked=()
 ok() {
   checked+=("$*")

@@ -1,11 +1,10 @@
 // Batches as tensors: shape, dtype, zero copy, the values of the batch, inputs and labels.
-#include "stoker/torch.h"
-
 #include <gtest/gtest.h>
 
 #include "common/test_support.h"
-#include "io/synth.h"
 #include "mpi/comm.h"
+#include "stoker/torch.h"
+#include "tools/synth.h"
 
 namespace stoker {
 namespace {

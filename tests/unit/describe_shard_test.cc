@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/test_support.h"
-#include "io/discovery.h"
+#include "shard/discovery.h"
 #include "stoker/error.h"
 
 namespace stoker {

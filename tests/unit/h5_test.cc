@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "common/test_support.h"
-#include "io/discovery.h"
-#include "io/shard_writer.h"
-#include "io/token_reader.h"
+#include "shard/discovery.h"
+#include "shard/shard_reader.h"
+#include "shard/shard_writer.h"
 #include "stoker/error.h"
 
 namespace stoker {

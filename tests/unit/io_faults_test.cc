@@ -1,4 +1,4 @@
-// The I/O seam (io/posix_io.h) and what stoker does with the faults it injects:
+// The I/O seam (os/posix_io.h) and what stoker does with the faults it injects:
 //   - fault plans parse (every call, N / * / @BYTE, errno names, delay, rank) and bad ones are
 //     refused naming the rule; STOKER_FAULTS keeps the rules of this process's rank only;
 //   - WriteFileAtomically whose write, fsync or rename fails: IoError naming the file and the
@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "common/test_support.h"
-#include "io/discovery.h"
-#include "io/files.h"
-#include "io/posix_io.h"
-#include "io/shard_pool.h"
-#include "io/token_reader.h"
+#include "loader/shard_pool.h"
+#include "os/files.h"
+#include "os/posix_io.h"
+#include "shard/discovery.h"
+#include "shard/shard_reader.h"
 #include "stoker/error.h"
 
 namespace stoker {

@@ -1,7 +1,7 @@
 // The pieces of `stoker pack` that need no MPI: TokenBuffer keeps every id when it widens from
 // uint32 to uint64 midway, and ShardSink names its shards part-RRRRR-KKKKK.h5, splits them at
 // shard_tokens, and refuses a rank its five digits cannot name (path order would break).
-#include "io/pack_sink.h"
+#include "tools/pack_sink.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/test_support.h"
-#include "io/discovery.h"
+#include "shard/discovery.h"
 #include "stoker/error.h"
 
 namespace stoker {

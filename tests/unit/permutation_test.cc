@@ -4,8 +4,6 @@
 
 #include <vector>
 
-#include "core/partition.h"
-
 namespace stoker {
 namespace {
 
@@ -42,36 +40,6 @@ TEST(Permutation, MovesElementsFarAndUniformly) {
   for (uint64_t b : buckets) {
     EXPECT_GT(b, 850u);
     EXPECT_LT(b, 1150u);
-  }
-}
-
-TEST(Partition, SplitRangeCoversEverythingOnce) {
-  for (uint64_t n : {0ull, 1ull, 10ull, 1000ull, 12345ull}) {
-    for (uint64_t parts : {1ull, 2ull, 3ull, 7ull, 64ull, 1000ull}) {
-      uint64_t next = 0;
-      for (uint64_t p = 0; p < parts; ++p) {
-        const IndexRange r = SplitRange(n, parts, p);
-        EXPECT_EQ(r.begin, next);
-        EXPECT_LE(r.size(), n / parts + 1);
-        EXPECT_GE(r.size(), n / parts);
-        next = r.end;
-      }
-      EXPECT_EQ(next, n);
-    }
-  }
-}
-
-TEST(Partition, OwnerInvertsOwnership) {
-  for (uint64_t shards : {1ull, 7ull, 100ull, 4096ull}) {
-    for (uint64_t world = 1; world <= std::min<uint64_t>(shards, 37); ++world) {
-      for (uint64_t rank = 0; rank < world; ++rank) {
-        const IndexRange owned = OwnedLogicalShards(shards, world, rank);
-        EXPECT_FALSE(owned.empty());
-        for (uint64_t j = owned.begin; j < owned.end; ++j) {
-          ASSERT_EQ(OwnerOfLogicalShard(shards, world, j), rank);
-        }
-      }
-    }
   }
 }
 

@@ -16,7 +16,7 @@
 #include <fstream>
 
 #include "common/test_support.h"
-#include "io/piece_trace.h"
+#include "loader/piece_trace.h"
 #include "stoker/error.h"
 
 namespace stoker {

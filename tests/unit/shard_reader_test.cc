@@ -2,6 +2,8 @@
 // and through HDF5 (chunked or big-endian files made with WriteRawShard); reads out of range and
 // truncated or removed files fail with errors naming the file; ForEachOffset streams every entry
 // in blocks of any size.
+#include "shard/shard_reader.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -14,9 +16,8 @@
 #include "common/test_support.h"
 #include "core/random.h"
 #include "core/token_type.h"
-#include "io/discovery.h"
-#include "io/shard_writer.h"
-#include "io/token_reader.h"
+#include "shard/discovery.h"
+#include "shard/shard_writer.h"
 #include "stoker/error.h"
 
 namespace stoker {

@@ -2,7 +2,7 @@
 // same calls write byte-identical files, an id that does not fit the token type (or is above
 // 2^63 - 1) is a DataError that leaves no file, and unfinished writers leave nothing behind.
 // Reading the files back is tested in shard_reader_test.cc.
-#include "io/shard_writer.h"
+#include "shard/shard_writer.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

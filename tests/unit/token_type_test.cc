@@ -163,5 +163,13 @@ TEST(TokenType, WidenLongRunsMatchScalarConversion) {
   }
 }
 
+TEST(TokenType, LabelsNameOneTypeOrAMixture) {
+  EXPECT_EQ(TokenTypesLabel({}), "-");
+  const std::vector<TokenType> one = {TokenType::kInt32};
+  EXPECT_EQ(TokenTypesLabel(one), "int32");
+  const std::vector<TokenType> two = {TokenType::kUint16, TokenType::kUint64};
+  EXPECT_EQ(TokenTypesLabel(two), "mixed(uint16,uint64)");
+}
+
 }  // namespace
 }  // namespace stoker

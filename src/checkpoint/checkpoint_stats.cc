@@ -1,0 +1,262 @@
+#include "checkpoint/checkpoint_stats.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "base/check.h"
+#include "base/text_table.h"
+#include "checkpoint/checkpoint_store.h"
+
+namespace stoker {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool HoldsRankFiles(const fs::path& folder) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.ends_with(".ckpt") || name.ends_with(".ckpt.tmp")) return true;
+  }
+  return false;
+}
+
+bool IsStepName(const std::string& name) {
+  return name.size() > 5 && name.starts_with("step-") &&
+         std::all_of(name.begin() + 5, name.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Counts one more logical shard, in `epoch`.
+void AddShard(uint64_t epoch, DatasetProgress* p) {
+  if (p->shards == 0 || epoch > p->epoch_max) {
+    p->epoch_max = epoch;
+    p->shards_at_max = 0;
+  }
+  if (p->shards == 0 || epoch < p->epoch_min) p->epoch_min = epoch;
+  if (epoch == p->epoch_max) ++p->shards_at_max;
+  ++p->shards;
+}
+
+// Adds one rank's progress in a dataset to the total over all ranks.
+void Merge(const DatasetProgress& rank, DatasetProgress* total) {
+  if (rank.shards > 0) {
+    if (total->shards == 0 || rank.epoch_max > total->epoch_max) {
+      total->epoch_max = rank.epoch_max;
+      total->shards_at_max = 0;
+    }
+    if (total->shards == 0 || rank.epoch_min < total->epoch_min) total->epoch_min = rank.epoch_min;
+    if (rank.epoch_max == total->epoch_max) total->shards_at_max += rank.shards_at_max;
+    total->shards += rank.shards;
+  }
+  total->started += rank.started;
+  total->positions += rank.positions;
+  total->unfinished += rank.unfinished;
+  if (rank.docs) total->docs = total->docs.value_or(0) + *rank.docs;
+  if (rank.docs_done) total->docs_done = total->docs_done.value_or(0) + *rank.docs_done;
+}
+
+// Dataset `d`'s progress over the logical shards of one rank file.
+DatasetProgress Progress(const RankCheckpoint& c, uint32_t d, const std::string& path,
+                         std::optional<uint64_t> docs) {
+  const RankState& s = c.state;
+  DatasetProgress p{.name = c.identity.datasets[d], .started = s.delivered[d]};
+  if (docs) p.docs = p.docs_done = 0;
+  for (uint64_t j = s.shards.begin; j < s.shards.end; ++j) {
+    const ShardCursor& cursor = s.cursor(j, d);
+    if (docs) {
+      const uint64_t slice = SplitRange(*docs, c.identity.logical_shards, j).size();
+      if (slice == 0) continue;
+      STOKER_CHECK(cursor.position < slice, DataError,
+                   "{}: logical shard {} of dataset {} stands at position {} of a slice of {} "
+                   "documents",
+                   path, j, p.name, cursor.position, slice);
+      *p.docs += slice;
+      *p.docs_done += cursor.epoch * slice + cursor.position;
+    }
+    AddShard(cursor.epoch, &p);
+    p.positions += cursor.position;
+  }
+  for (const UnfinishedDoc& u : s.unfinished) p.unfinished += u.dataset == d;
+  return p;
+}
+
+// Reads rank `rank`'s file and checks it against rank 0's (`first`; null for rank 0 itself).
+RankCheckpoint ReadRank(const std::string& path, uint64_t rank, const RankCheckpoint* first,
+                        const std::string& first_path) {
+  RankCheckpoint c = ReadCheckpointFile(path);
+  if (first != nullptr) {
+    const std::vector<std::string> differences = IdentityDifferences(first->identity, c.identity);
+    STOKER_CHECK(differences.empty(), DataError,
+                 "{}: does not belong with {} (\"checkpoint\" below is that file, \"now\" this "
+                 "one):\n  {}",
+                 path, first_path, fmt::join(differences, "\n  "));
+    STOKER_CHECK(c.state.step == first->state.step, DataError,
+                 "{}: saved at step {}, but {} at step {}", path, c.state.step, first_path,
+                 first->state.step);
+  }
+  STOKER_CHECK(c.world <= c.identity.logical_shards, DataError,
+               "{}: saved by {} ranks, more than its {} logical shards", path, c.world,
+               c.identity.logical_shards);
+  const IndexRange owned = OwnedLogicalShards(c.identity.logical_shards, c.world, rank);
+  STOKER_CHECK(c.state.shards == owned, DataError,
+               "{}: holds logical shards [{}, {}), but rank {} of {} owns [{}, {})", path,
+               c.state.shards.begin, c.state.shards.end, rank, c.world, owned.begin, owned.end);
+  return c;
+}
+
+RankProgress RankProgressOf(const RankCheckpoint& c, const std::string& path,
+                            const std::optional<std::vector<uint64_t>>& dataset_docs) {
+  RankProgress rank{.rank = c.rank,
+                    .file = path,
+                    .bytes = fs::file_size(path),
+                    .shards = c.state.shards,
+                    .generation = c.state.generation,
+                    .unfinished = c.state.unfinished.size()};
+  for (uint32_t d = 0; d < c.identity.datasets.size(); ++d) {
+    std::optional<uint64_t> docs;
+    if (dataset_docs) docs = (*dataset_docs)[d];
+    rank.datasets.push_back(Progress(c, d, path, docs));
+  }
+  return rank;
+}
+
+}  // namespace
+
+std::optional<double> DatasetProgress::epochs_done() const {
+  if (!docs || !docs_done || *docs == 0) return std::nullopt;
+  return static_cast<double>(*docs_done) / static_cast<double>(*docs);
+}
+
+std::optional<std::string> CheckpointStepFolder(const std::string& path) {
+  fs::path p = fs::absolute(path).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // a trailing '/'
+  std::error_code ec;
+  if (!fs::is_directory(p, ec)) return std::nullopt;
+  if (fs::is_directory(p / "loader", ec) &&
+      (IsStepName(p.filename().string()) || HoldsRankFiles(p / "loader"))) {
+    return path;
+  }
+  if (p.filename() == "loader" && HoldsRankFiles(p)) return p.parent_path().string();
+  return std::nullopt;
+}
+
+CheckpointStats CollectCheckpointStats(const std::string& step_dir, const CorpusTable* corpus) {
+  const StepFolder folder = DescribeStepFolder(step_dir);
+  STOKER_CHECK(folder.complete(), DataError, "checkpoint {} is incomplete: {}", step_dir,
+               fmt::join(folder.problems, "; "));
+  CheckpointStats stats{
+      .step_dir = step_dir, .world = *folder.world, .with_corpus = corpus != nullptr};
+  std::optional<std::vector<uint64_t>> dataset_docs;
+  if (corpus != nullptr) {
+    dataset_docs.emplace();
+    for (const DatasetInfo& d : corpus->datasets) dataset_docs->push_back(d.docs);
+  }
+  const std::string first_path = CheckpointPath(step_dir, 0, stats.world);
+  RankCheckpoint first;
+  for (uint64_t r = 0; r < stats.world; ++r) {
+    const std::string path = CheckpointPath(step_dir, r, stats.world);
+    RankCheckpoint c = ReadRank(path, r, r == 0 ? nullptr : &first, first_path);
+    if (r == 0) {
+      STOKER_CHECK(!corpus || (corpus->fingerprint == c.identity.corpus_fingerprint &&
+                               dataset_docs->size() == c.identity.datasets.size()),
+                   ConfigError,
+                   "corpus {} (fingerprint {}) is not the corpus checkpoint {} was saved from "
+                   "(fingerprint {})",
+                   corpus->root, corpus->fingerprint, step_dir, c.identity.corpus_fingerprint);
+      stats.step = c.state.step;
+      stats.identity = c.identity;
+      stats.weights = c.weights;
+      for (const std::string& name : c.identity.datasets) stats.datasets.push_back({.name = name});
+    }
+    RankProgress rank = RankProgressOf(c, path, dataset_docs);
+    stats.bytes += rank.bytes;
+    stats.generation = std::max(stats.generation, rank.generation);
+    for (size_t d = 0; d < rank.datasets.size(); ++d) Merge(rank.datasets[d], &stats.datasets[d]);
+    stats.ranks.push_back(std::move(rank));
+    if (r == 0) first = std::move(c);  // keeps rank 0's identity and step for the checks
+  }
+  return stats;
+}
+
+namespace {
+
+std::vector<std::string> Header(bool with_corpus) {
+  std::vector<std::string> header = {"started tokens", "epochs", "top-epoch shards", "positions",
+                                     "unfinished"};
+  if (with_corpus) header.insert(header.end(), {"documents", "epochs done"});
+  return header;
+}
+
+std::vector<std::string> Cells(const DatasetProgress& p, bool with_corpus) {
+  const std::string epochs = p.epoch_min == p.epoch_max
+                                 ? fmt::format("{}", p.epoch_min)
+                                 : fmt::format("{}-{}", p.epoch_min, p.epoch_max);
+  std::vector<std::string> cells = {
+      GroupThousands(p.started), p.shards == 0 ? "-" : epochs,
+      fmt::format("{} of {}", GroupThousands(p.shards_at_max), GroupThousands(p.shards)),
+      GroupThousands(p.positions), GroupThousands(p.unfinished)};
+  if (with_corpus) {
+    const auto done = p.epochs_done();
+    cells.push_back(GroupThousands(p.docs.value_or(0)));
+    cells.push_back(done ? fmt::format("{:.4f}", *done) : "-");
+  }
+  return cells;
+}
+
+std::string IdentityLines(const CheckpointStats& s) {
+  const OrderIdentity& id = s.identity;
+  std::string out =
+      fmt::format("checkpoint {}\nloader state after step {}, saved by {} ranks (file format {})\n",
+                  s.step_dir, s.step, s.world, s.format_version);
+  out += fmt::format("corpus fingerprint {}; datasets {}\n", id.corpus_fingerprint,
+                     fmt::join(id.datasets, ", "));
+  out += fmt::format("seed {}; {} logical shards; seq_len {}; eos_id {}; bos_id {}\n", id.seed,
+                     GroupThousands(id.logical_shards), id.seq_len, id.eos_id,
+                     id.bos_id ? fmt::format("{}", *id.bos_id) : "none");
+  out += fmt::format("generation {} (rescales so far); {} rank files, {} bytes\n", s.generation,
+                     s.world, GroupThousands(s.bytes));
+  return out;
+}
+
+}  // namespace
+
+std::string FormatCheckpointStats(const CheckpointStats& s) {
+  std::string out = IdentityLines(s);
+  const std::vector<std::string> header = Header(s.with_corpus);
+  std::vector<std::vector<std::string>> rows = {{"dataset", "weight"}};
+  rows[0].insert(rows[0].end(), header.begin(), header.end());
+  for (size_t d = 0; d < s.datasets.size(); ++d) {
+    rows.push_back({s.datasets[d].name, fmt::format("{:.4f}", s.weights[d])});
+    const auto cells = Cells(s.datasets[d], s.with_corpus);
+    rows.back().insert(rows.back().end(), cells.begin(), cells.end());
+  }
+  out += "\nper dataset, over all ranks\n" + Tabulate(rows, {0});
+
+  rows = {{"rank", "logical shards", "dataset"}};
+  rows[0].insert(rows[0].end(), header.begin(), header.end());
+  for (const RankProgress& r : s.ranks) {
+    for (size_t d = 0; d < r.datasets.size(); ++d) {
+      rows.push_back({d == 0 ? fmt::format("{}", r.rank) : "",
+                      d == 0 ? fmt::format("[{}, {})", r.shards.begin, r.shards.end) : "",
+                      r.datasets[d].name});
+      const auto cells = Cells(r.datasets[d], s.with_corpus);
+      rows.back().insert(rows.back().end(), cells.begin(), cells.end());
+    }
+  }
+  out += "\nper rank\n" + Tabulate(rows, {1, 2});
+  out +=
+      "\nstarted tokens: the mixing counter, framed tokens (EOS, and BOS if any, included) of "
+      "the documents started, unfinished ones whole; after a rescale a rank holds its share of "
+      "the sum\nepochs: lowest-highest of the logical shards; top-epoch shards: those in the "
+      "highest; positions: documents done in the shards' current epochs; unfinished: documents "
+      "cut by a row's end, to go on first\n";
+  out += s.with_corpus
+             ? "shards with no documents of a dataset are left out; epochs done: documents "
+               "passed over in all epochs / documents\n"
+             : "every logical shard counts, and one with no documents of a dataset stays at "
+               "epoch 0; give the corpus (--data) to leave those out and to see epochs done\n";
+  return out;
+}
+
+}  // namespace stoker

@@ -1,0 +1,119 @@
+#include "checkpoint/checkpoint_store.h"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "base/check.h"
+#include "os/files.h"
+
+namespace stoker {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Parses "<prefix><digits><suffix>" into the number; nullopt when `name` is not of that form.
+std::optional<uint64_t> NumberIn(std::string_view name, std::string_view prefix,
+                                 std::string_view suffix) {
+  if (!name.starts_with(prefix) || !name.ends_with(suffix)) return std::nullopt;
+  name = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  uint64_t value = 0;
+  const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), value);
+  if (error != std::errc() || end != name.data() + name.size() || name.empty()) return std::nullopt;
+  return value;
+}
+
+// "rank-00003-of-00008.ckpt" -> (3, 8)
+std::optional<std::pair<uint64_t, uint64_t>> RankAndWorld(const std::string& name) {
+  const size_t of = name.find("-of-");
+  if (of == std::string::npos) return std::nullopt;
+  const auto rank = NumberIn(name.substr(0, of), "rank-", "");
+  const auto world = NumberIn(name.substr(of), "-of-", ".ckpt");
+  if (!rank || !world || *rank >= *world) return std::nullopt;
+  return std::pair(*rank, *world);
+}
+
+}  // namespace
+
+std::string CheckpointFileName(uint64_t rank, uint64_t world) {
+  return fmt::format("rank-{:05}-of-{:05}.ckpt", rank, world);
+}
+
+std::string StepFolderName(uint64_t step) { return fmt::format("step-{}", step); }
+
+std::string CheckpointPath(const std::string& step_dir, uint64_t rank, uint64_t world) {
+  return step_dir + "/loader/" + CheckpointFileName(rank, world);
+}
+
+StepFolder DescribeStepFolder(const std::string& step_dir) {
+  StepFolder folder{.path = step_dir};
+  folder.step = NumberIn(fs::path(step_dir).filename().string(), "step-", "").value_or(0);
+  std::map<uint64_t, std::set<uint64_t>> ranks_by_world;
+  std::error_code ec;
+  fs::directory_iterator it(step_dir + "/loader", ec);
+  STOKER_CHECK(!ec || ec == std::errc::no_such_file_or_directory, IoError,
+               "cannot read {}/loader: {}", step_dir, ec.message());
+  for (const auto& entry : it) {
+    if (const auto rw = RankAndWorld(entry.path().filename().string())) {
+      ranks_by_world[rw->second].insert(rw->first);
+    }
+  }
+  if (ranks_by_world.empty()) {
+    folder.problems.push_back(fmt::format("{}/loader holds no rank files", step_dir));
+    return folder;
+  }
+  if (ranks_by_world.size() > 1) {
+    folder.problems.push_back(fmt::format("{}/loader mixes rank files of {} world sizes", step_dir,
+                                          ranks_by_world.size()));
+    return folder;
+  }
+  const auto& [world, ranks] = *ranks_by_world.begin();
+  folder.world = world;
+  constexpr size_t kNamed = 5;
+  for (uint64_t r = 0; r < world && folder.problems.size() < kNamed; ++r) {
+    if (!ranks.count(r)) {
+      folder.problems.push_back(fmt::format("{} is missing", CheckpointPath(step_dir, r, world)));
+    }
+  }
+  if (world - ranks.size() > kNamed) {
+    folder.problems.push_back(fmt::format("and {} more of the {} rank files are missing",
+                                          world - ranks.size() - kNamed, world));
+  }
+  return folder;
+}
+
+std::vector<StepFolder> ListStepFolders(const std::string& checkpoint_dir) {
+  std::vector<StepFolder> steps;
+  std::error_code ec;
+  fs::directory_iterator it(checkpoint_dir, ec);
+  // A missing folder has no steps yet; one that cannot be read must not look empty (a resume
+  // would start over and repeat every token already trained on).
+  STOKER_CHECK(!ec || ec == std::errc::no_such_file_or_directory, IoError,
+               "cannot read checkpoint folder {}: {}", checkpoint_dir, ec.message());
+  for (const auto& entry : it) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || !NumberIn(name, "step-", "")) continue;
+    steps.push_back(DescribeStepFolder(entry.path().string()));
+  }
+  std::sort(steps.begin(), steps.end(),
+            [](const StepFolder& a, const StepFolder& b) { return a.step < b.step; });
+  return steps;
+}
+
+void WriteCheckpointFile(const std::string& path, const RankCheckpoint& checkpoint) {
+  WriteFileAtomically(path, EncodeCheckpoint(checkpoint));
+}
+
+RankCheckpoint ReadCheckpointFile(const std::string& path) {
+  RankCheckpoint checkpoint = DecodeCheckpoint(ReadFile(path), path);
+  const auto rw = RankAndWorld(fs::path(path).filename().string());
+  STOKER_CHECK(!rw || (rw->first == checkpoint.rank && rw->second == checkpoint.world), DataError,
+               "{}: holds the state of rank {} of {}, not what its name says", path,
+               checkpoint.rank, checkpoint.world);
+  return checkpoint;
+}
+
+}  // namespace stoker

@@ -1,0 +1,43 @@
+// Where loader checkpoints live on disk (docs/checkpoint.md):
+//
+//   CHECKPOINT_DIR/step-<N>/loader/rank-<RRRRR>-of-<WWWWW>.ckpt
+//
+// A trainer saves its own files (model, optimizer) beside `loader/` in the same step folder. A
+// step is complete when every rank file of its world size is there (a job killed while saving
+// leaves a step with some files missing, or only .tmp files, which are never read). Not
+// collective; thread safe (no shared state).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/checkpoint_codec.h"
+
+namespace stoker {
+
+std::string CheckpointFileName(uint64_t rank, uint64_t world);
+std::string StepFolderName(uint64_t step);  // "step-<N>"
+// step_dir/loader/rank-...-of-....ckpt
+std::string CheckpointPath(const std::string& step_dir, uint64_t rank, uint64_t world);
+
+struct StepFolder {
+  std::string path;
+  uint64_t step = 0;                  // from the folder's name
+  std::optional<uint64_t> world;      // the world size its rank files were saved by
+  std::vector<std::string> problems;  // why it is not complete; empty when complete
+  bool complete() const { return problems.empty(); }
+};
+
+// One step folder: its rank files, and whether they are all there.
+StepFolder DescribeStepFolder(const std::string& step_dir);
+
+// Every step-<N> folder under `checkpoint_dir`, by increasing N (none when it does not exist).
+std::vector<StepFolder> ListStepFolders(const std::string& checkpoint_dir);
+
+void WriteCheckpointFile(const std::string& path, const RankCheckpoint& checkpoint);
+// Throws IoError (cannot read) or DataError (corrupt), naming the file.
+RankCheckpoint ReadCheckpointFile(const std::string& path);
+
+}  // namespace stoker

@@ -1,0 +1,62 @@
+#include "checkpoint/checkpoint_writer.h"
+
+#include <spdlog/spdlog.h>
+
+#include "checkpoint/checkpoint_store.h"
+
+namespace stoker {
+
+CheckpointWriter::CheckpointWriter() : thread_([this] { Run(); }) {}
+
+CheckpointWriter::~CheckpointWriter() {
+  try {
+    Wait();
+  } catch (const std::exception& e) {
+    spdlog::error("the last loader checkpoint was not written: {}", e.what());
+  }
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+void CheckpointWriter::Submit(std::string path, RankCheckpoint snapshot) {
+  Wait();
+  {
+    std::lock_guard lock(mutex_);
+    job_ = Job{std::move(path), std::move(snapshot)};
+  }
+  changed_.notify_all();
+}
+
+void CheckpointWriter::Wait() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return !job_ && !busy_; });
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+void CheckpointWriter::Run() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    changed_.wait(lock, [&] { return stopping_ || job_.has_value(); });
+    if (!job_) return;  // stopping with nothing left to write
+    Job job = std::move(*job_);
+    job_.reset();
+    busy_ = true;
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      WriteCheckpointFile(job.path, job.snapshot);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    busy_ = false;
+    if (error) error_ = error;
+    changed_.notify_all();
+  }
+}
+
+}  // namespace stoker

@@ -1,0 +1,230 @@
+#include "checkpoint/restore.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "base/bytes.h"
+#include "base/check.h"
+#include "checkpoint/checkpoint_store.h"
+#include "core/partition.h"
+#include "core/rescale.h"
+
+namespace stoker {
+
+std::optional<std::string> FindNewestCompleteStep(const mpi::Comm& comm,
+                                                  const std::string& checkpoint_dir,
+                                                  const std::vector<std::string>& required_files) {
+  std::string chosen;
+  mpi::FailTogether(comm, [&] {
+    if (comm.rank() != 0) return;
+    std::vector<StepFolder> steps = ListStepFolders(checkpoint_dir);
+    for (StepFolder& step : steps) {
+      for (const std::string& name : required_files) {
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(step.path + "/" + name, ec)) {
+          step.problems.push_back(name + " is missing");
+        }
+      }
+    }
+    for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+      if (it->complete()) {
+        chosen = it->path;
+        return;
+      }
+      spdlog::warn("passing over incomplete checkpoint {} (a save was interrupted?): {}", it->path,
+                   fmt::join(it->problems, "; "));
+    }
+    // Starting over would repeat every token already trained on: refuse instead.
+    STOKER_CHECK(steps.empty(), ConfigError,
+                 "{} holds {} step folders but none is complete: refusing to start over from "
+                 "step 0 (move the folder away to start afresh)",
+                 checkpoint_dir, steps.size());
+  });
+  comm.Broadcast(&chosen, 0);
+  if (chosen.empty()) return std::nullopt;
+  return chosen;
+}
+
+void SetAsideStepsAfter(const mpi::Comm& comm, const std::string& checkpoint_dir,
+                        const std::optional<std::string>& resume_dir) {
+  mpi::FailTogether(comm, [&] {
+    if (comm.rank() != 0) return;
+    const uint64_t resume_step = resume_dir ? DescribeStepFolder(*resume_dir).step : 0;
+    for (const StepFolder& folder : ListStepFolders(checkpoint_dir)) {
+      if (folder.step <= resume_step) continue;
+      std::string aside = folder.path + ".interrupted";
+      for (int k = 1; std::filesystem::exists(aside); ++k) {
+        aside = fmt::format("{}.interrupted-{}", folder.path, k);
+      }
+      std::error_code ec;
+      std::filesystem::rename(folder.path, aside, ec);
+      STOKER_CHECK(!ec, IoError, "cannot move the interrupted step {} aside to {}: {}", folder.path,
+                   aside, ec.message());
+      spdlog::warn("moved the interrupted step {} aside to {}: this run saves its own", folder.path,
+                   aside);
+    }
+  });
+}
+
+void PrepareFreshStart(const mpi::Comm& comm, const std::string& checkpoint_dir, bool start_over) {
+  mpi::FailTogether(comm, [&] {
+    if (comm.rank() != 0) return;
+    const std::vector<StepFolder> steps = ListStepFolders(checkpoint_dir);
+    if (steps.empty()) return;
+    STOKER_CHECK(start_over, ConfigError,
+                 "{} already holds {} step folders of an earlier run (step {} to {}, the newest "
+                 "{}): this run would start at step 0 and overwrite them. Go on from them with "
+                 "--resume, choose another --checkpoint-dir, or pass --start-over to delete them",
+                 checkpoint_dir, steps.size(), steps.front().step, steps.back().step,
+                 steps.back().path);
+    for (const StepFolder& step : steps) {
+      std::error_code ec;
+      std::filesystem::remove_all(step.path, ec);
+      STOKER_CHECK(!ec, IoError, "--start-over: cannot delete {}: {}", step.path, ec.message());
+      spdlog::warn("--start-over: deleted {} of an earlier run", step.path);
+    }
+  });
+}
+
+void CheckIdentity(const RankCheckpoint& saved, const OrderIdentity& now, const std::string& path) {
+  const std::vector<std::string> differences = IdentityDifferences(saved.identity, now);
+  if (differences.empty()) return;
+  throw ConfigError(fmt::format(
+      "checkpoint {} does not belong to this run; it was saved with another configuration "
+      "(only the weights may change at a resume):\n  {}",
+      path, fmt::join(differences, "\n  ")));
+}
+
+namespace {
+
+RankCheckpoint ReadChecked(const std::string& path, const OrderIdentity& now, uint64_t world,
+                           std::optional<uint64_t> step);
+
+// The world size the step folder was saved by and the weights it was saved with, checked by rank
+// 0 (which also reads rank file 0) and known to every rank.
+struct Saved {
+  uint64_t world = 0;
+  uint64_t step = 0;
+  std::vector<double> weights;
+};
+
+Saved SavedWorldAndWeights(const mpi::Comm& comm, const std::string& step_dir,
+                           const OrderIdentity& now) {
+  ByteWriter out;
+  mpi::FailTogether(comm, [&] {
+    if (comm.rank() != 0) return;
+    const StepFolder folder = DescribeStepFolder(step_dir);
+    STOKER_CHECK(folder.complete(), ConfigError, "checkpoint {} is incomplete: {}", step_dir,
+                 fmt::join(folder.problems, "; "));
+    const RankCheckpoint first =
+        ReadChecked(CheckpointPath(step_dir, 0, *folder.world), now, *folder.world, std::nullopt);
+    out.Put<uint64_t>(*folder.world);
+    out.Put<uint64_t>(first.state.step);
+    out.Put<uint64_t>(first.weights.size());
+    for (double w : first.weights) out.Put(w);
+  });
+  std::string bytes = out.Take();
+  comm.Broadcast(&bytes, 0);
+  ByteReader in(bytes);
+  Saved saved;
+  saved.world = in.Get<uint64_t>();
+  saved.step = in.Get<uint64_t>();
+  saved.weights.resize(in.Get<uint64_t>());
+  for (double& w : saved.weights) w = in.Get<double>();
+  return saved;
+}
+
+// A rank file that belongs with the others: same identity, world and step, and the logical
+// shards its rank owns.
+RankCheckpoint ReadChecked(const std::string& path, const OrderIdentity& now, uint64_t world,
+                           std::optional<uint64_t> step) {
+  RankCheckpoint saved = ReadCheckpointFile(path);
+  CheckIdentity(saved, now, path);
+  STOKER_CHECK(saved.world == world, DataError, "{}: saved by a world of {}, not {}", path,
+               saved.world, world);
+  STOKER_CHECK(!step || saved.state.step == *step, DataError,
+               "{}: holds step {}, but rank file 0 of the same folder holds step {}", path,
+               saved.state.step, step.value_or(0));
+  const IndexRange owned = OwnedLogicalShards(now.logical_shards, world, saved.rank);
+  STOKER_CHECK(saved.state.shards == owned, DataError,
+               "{}: holds logical shards [{}, {}), but rank {} of {} owns [{}, {})", path,
+               saved.state.shards.begin, saved.state.shards.end, saved.rank, world, owned.begin,
+               owned.end);
+  return saved;
+}
+
+}  // namespace
+
+RestoredState RestoreRankState(const mpi::Comm& comm, const std::string& step_dir,
+                               const OrderIdentity& now) {
+  Saved saved = SavedWorldAndWeights(comm, step_dir, now);
+  const uint64_t old_world = saved.world;
+  std::vector<double>& saved_weights = saved.weights;
+  const auto world = static_cast<uint64_t>(comm.size());
+  const auto rank = static_cast<uint64_t>(comm.rank());
+  RankState state;
+  if (old_world == world) {
+    mpi::FailTogether(comm, [&] {
+      state = ReadChecked(CheckpointPath(step_dir, rank, world), now, world, saved.step).state;
+    });
+    return {std::move(state), std::move(saved_weights)};
+  }
+  std::vector<std::string> to_each(world);
+  mpi::FailTogether(comm, [&] {
+    for (uint64_t k = rank; k < old_world; k += world) {
+      const RankCheckpoint old =
+          ReadChecked(CheckpointPath(step_dir, k, old_world), now, old_world, saved.step);
+      for (const RescalePart& part : SplitState(old.state, k, now.logical_shards, world)) {
+        ByteWriter framed;
+        framed.PutString(EncodeRescalePart(part));
+        to_each[part.new_rank] += framed.bytes();
+      }
+    }
+  });
+  const std::vector<std::string> received = comm.AllToAll(to_each);
+  mpi::FailTogether(comm, [&] {
+    std::vector<RescalePart> parts;
+    for (const std::string& bytes : received) {
+      ByteReader in(bytes);
+      while (!in.done()) parts.push_back(DecodeRescalePart(in.GetString()));
+    }
+    state = AssembleState(std::move(parts), now.datasets.size(), now.logical_shards, world, rank);
+  });
+  spdlog::info("resumed from {}: step {}, rescaled from {} to {} ranks", step_dir, state.step,
+               old_world, world);
+  return {std::move(state), std::move(saved_weights)};
+}
+
+void CheckStateFits(const RankState& state, const PlannerConfig& planner,
+                    const std::string& step_dir) {
+  const auto bad = [&](const std::string& what) {
+    throw DataError(fmt::format("checkpoint {} does not fit the corpus: {}", step_dir, what));
+  };
+  for (uint32_t d = 0; d < state.datasets; ++d) {
+    uint64_t active = 0;
+    for (uint64_t j = state.shards.begin; j < state.shards.end; ++j) {
+      const uint64_t slice = SplitRange(planner.datasets[d].docs, planner.logical_shards, j).size();
+      const ShardCursor& c = state.cursor(j, d);
+      active += slice > 0;
+      if ((slice > 0 && c.position >= slice) ||
+          (slice == 0 && (c.position != 0 || c.offset != 0))) {
+        bad(fmt::format("logical shard {} of dataset {} stands at position {} of {}", j,
+                        planner.datasets[d].name, c.position, slice));
+      }
+    }
+    if (state.interleave[d].index >= std::max<uint64_t>(active, 1)) {
+      bad(fmt::format("the interleaving of dataset {} stands at {} of {} shards",
+                      planner.datasets[d].name, state.interleave[d].index, active));
+    }
+  }
+  for (size_t i = 0; i < state.unfinished.size(); ++i) {
+    const UnfinishedDoc& u = state.unfinished[i];
+    if (state.cursor(u.shard, u.dataset).offset == 0) bad("an unfinished document was not cut");
+    for (size_t k = 0; k < i; ++k) {
+      if (state.unfinished[k] == u) bad("an unfinished document is listed twice");
+    }
+  }
+}
+
+}  // namespace stoker

@@ -1,0 +1,52 @@
+// ShardPool: a bounded set of open ShardReaders, least recently used closed first.
+//
+// The corpus must not change during a run: every open of a shard checks it against the table of
+// discovery and against what this pool saw before, and throws DataError naming the file and what
+// changed (docs/reliability.md, "A shard changes on disk"):
+//   - its size (fstat) differs from the size discovery recorded;
+//   - at the first open: /doc_offsets[0] is not 0 or /doc_offsets[docs] is not the discovered
+//     token count (the arrays moved or were rewritten with other documents, at the same size);
+//   - at a later open: its inode, device or modification time differ from the first open's
+//     (replaced, or written in place, while the run was going).
+// What it cannot see: a change to the bytes of tokens between discovery and the first open that
+// keeps the size, both end offsets and happens before this pool first stats the file, or a
+// write into a file while it stays open (reads then return the new bytes); a change restoring
+// the modification time. Cost: one fstat per open, two 8-byte reads per first open.
+//
+// Owned by one thread (the loader's reading thread); not thread safe. A reader returned by Get()
+// stays valid until the next Get().
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "shard/shard_reader.h"
+#include "stoker/corpus.h"
+
+namespace stoker {
+
+class ShardPool {
+ public:
+  // `table` must outlive the pool.
+  ShardPool(const CorpusTable& table, uint32_t max_open);
+
+  // The open reader of table row `file`, opening (and checking) it if needed. Throws IoError
+  // (cannot open or stat) or DataError (changed since discovery), naming the file.
+  ShardReader& Get(uint32_t file);
+  uint64_t opens() const { return opens_; }
+
+ private:
+  void CheckUnchanged(ShardReader& reader, uint32_t file);
+
+  const CorpusTable& table_;
+  uint32_t max_open_;
+  std::list<std::pair<uint32_t, std::unique_ptr<ShardReader>>> lru_;  // most recent first
+  std::unordered_map<uint32_t, decltype(lru_)::iterator> index_;
+  std::unordered_map<uint32_t, ShardReader::Stamp> first_seen_;  // at each file's first open
+  uint64_t opens_ = 0;
+};
+
+}  // namespace stoker

@@ -1,0 +1,99 @@
+#include "os/files.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "base/check.h"
+#include "os/posix_io.h"
+
+namespace stoker {
+
+void SyncPath(const std::string& path, bool folder) {
+  const int fd = posix::Open(path, O_RDONLY | O_CLOEXEC | (folder ? O_DIRECTORY : 0));
+  STOKER_CHECK(fd >= 0, IoError, "cannot open {} to sync it (open): {}", path,
+               std::strerror(errno));
+  const int synced = posix::Fsync(fd, path);
+  const int error = errno;
+  ::close(fd);
+  STOKER_CHECK(synced == 0, IoError, "cannot sync {} (fsync): {}", path, std::strerror(error));
+}
+
+ReadResult ReadAt(int fd, uint64_t offset, uint64_t bytes, void* out, const std::string& path) {
+  auto* dst = static_cast<char*>(out);
+  ReadResult result;
+  while (result.bytes < bytes) {
+    const uint64_t at = offset + result.bytes;
+    const ssize_t n =
+        posix::Pread(fd, dst + result.bytes, bytes - result.bytes, static_cast<off_t>(at), path);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      result.error = errno;
+      break;
+    }
+    if (n == 0) break;
+    result.bytes += static_cast<uint64_t>(n);
+  }
+  return result;
+}
+
+void WriteAll(int fd, std::string_view bytes, const std::string& path) {
+  while (!bytes.empty()) {
+    const ssize_t n = posix::Write(fd, bytes.data(), bytes.size(), path);
+    if (n < 0 && errno == EINTR) continue;
+    STOKER_CHECK(n > 0, IoError, "cannot write {} (write): {}", path,
+                 n < 0 ? std::strerror(errno) : "no bytes written");
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+void WriteFileAtomically(const std::string& path, std::string_view bytes) {
+  const std::filesystem::path target(path);
+  const std::string folder =
+      target.has_parent_path() ? target.parent_path().string() : std::string(".");
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
+  STOKER_CHECK(!ec, IoError, "cannot create folder {}: {}", folder, ec.message());
+  const std::string temp = path + ".tmp";
+  const int fd = posix::Open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  STOKER_CHECK(fd >= 0, IoError, "cannot create {} (open): {}", temp, std::strerror(errno));
+  try {
+    WriteAll(fd, bytes, temp);
+    STOKER_CHECK(posix::Fsync(fd, temp) == 0, IoError, "cannot sync {} (fsync): {}", temp,
+                 std::strerror(errno));
+  } catch (...) {
+    ::close(fd);
+    std::remove(temp.c_str());
+    throw;
+  }
+  ::close(fd);
+  if (posix::Rename(temp, path) != 0) {
+    const int error = errno;
+    std::remove(temp.c_str());
+    throw IoError(
+        fmt::format("cannot rename {} to {} (rename): {}", temp, path, std::strerror(error)));
+  }
+  SyncPath(folder, /*folder=*/true);
+}
+
+std::string ReadFile(const std::string& path) {
+  const int fd = posix::Open(path, O_RDONLY | O_CLOEXEC);
+  STOKER_CHECK(fd >= 0, IoError, "cannot open {}: {}", path, std::strerror(errno));
+  std::string bytes;
+  constexpr uint64_t kBlock = uint64_t{1} << 16;
+  ReadResult read;
+  do {
+    bytes.resize(bytes.size() + kBlock);
+    read = ReadAt(fd, bytes.size() - kBlock, kBlock, bytes.data() + bytes.size() - kBlock, path);
+    bytes.resize(bytes.size() - kBlock + read.bytes);
+  } while (read.error == 0 && read.bytes == kBlock);
+  ::close(fd);
+  STOKER_CHECK(read.error == 0, IoError, "reading {} failed: {}", path, std::strerror(read.error));
+  return bytes;
+}
+
+}  // namespace stoker

@@ -1,0 +1,43 @@
+// stoker's file access: reads at an offset and whole writes that retry interrupted and short
+// calls, whole-file reads, atomic writes (temporary file, fsync, rename, fsync of the folder:
+// after a crash the file is either the old one or the new one, whole), and syncing a path to
+// stable storage. Every system call goes through the I/O seam (os/posix_io.h), so tests can make
+// any of them fail; no other code loops over read, pread or write. Thread safe (no shared state).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace stoker {
+
+// What ReadAt did: `bytes` read, and the errno of the call that failed (0 when none did).
+struct ReadResult {
+  uint64_t bytes = 0;
+  int error = 0;
+};
+
+// Reads up to `bytes` at byte `offset` of the open file `fd` into `out`, retrying interrupted
+// and short reads. Stops early only where the file ends or a read fails (`error` is then its
+// errno); never throws, so that each caller names what it was reading. `path` names the file
+// for the seam's rules.
+ReadResult ReadAt(int fd, uint64_t offset, uint64_t bytes, void* out, const std::string& path);
+
+// Writes all of `bytes` to the open file `fd`, retrying interrupted and short writes. Throws
+// IoError naming `path` and the failing call.
+void WriteAll(int fd, std::string_view bytes, const std::string& path);
+
+// Flushes `path` (a file, or a folder when `folder`) to stable storage. Throws IoError naming
+// the path and the failing call.
+void SyncPath(const std::string& path, bool folder);
+
+// Writes `bytes` to `path` atomically (via `path` + ".tmp"), creating parent folders. Throws
+// IoError naming the path and the failing call (open, write, fsync, rename); the temporary file
+// is then removed and the old file, if any, is untouched. A failing fsync of the folder after
+// the rename is reported too: the new file is whole, but its name may not survive a crash.
+void WriteFileAtomically(const std::string& path, std::string_view bytes);
+
+// The whole file. Throws IoError naming the path.
+std::string ReadFile(const std::string& path);
+
+}  // namespace stoker

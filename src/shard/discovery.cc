@@ -1,0 +1,235 @@
+#include "shard/discovery.h"
+
+#include <algorithm>
+
+#include "base/bytes.h"
+#include "base/check.h"
+#include "core/fingerprint.h"
+#include "core/token_type.h"
+#include "h5/h5.h"
+#include "shard/corpus_listing.h"
+
+namespace stoker {
+
+namespace {
+
+void PutOptional(ByteWriter* out, const std::optional<int64_t>& value) {
+  out->Put<uint8_t>(value.has_value());
+  out->Put<int64_t>(value.value_or(0));
+}
+
+std::optional<int64_t> GetOptional(ByteReader* in) {
+  const bool has = in->Get<uint8_t>() != 0;
+  const auto value = in->Get<int64_t>();
+  return has ? std::optional<int64_t>(value) : std::nullopt;
+}
+
+void EncodeCheck(const ShardCheck& check, ByteWriter* out) {
+  out->Put<uint8_t>(check.info.has_value());
+  if (check.info) {
+    const ShardInfo& s = *check.info;
+    out->PutString(s.path);
+    out->Put(s.dataset);
+    out->Put(s.file_bytes);
+    out->Put(s.docs);
+    out->Put(s.tokens);
+    out->Put(static_cast<uint8_t>(s.token_type));
+    out->Put<uint8_t>(s.offsets_signed);
+    for (const auto& at : {s.tokens_at, s.offsets_at}) {
+      out->Put<uint8_t>(at.direct);
+      out->Put(at.byte_offset);
+    }
+    PutOptional(out, s.vocab_size);
+    PutOptional(out, s.eos_id);
+    PutOptional(out, s.bos_id);
+    out->Put<uint8_t>(s.tokenizer.has_value());
+    out->PutString(s.tokenizer.value_or(""));
+  }
+  out->Put<uint64_t>(check.problems.size());
+  for (const auto& p : check.problems) EncodeProblem(p, out);
+}
+
+ShardCheck DecodeCheck(ByteReader* in) {
+  ShardCheck check;
+  if (in->Get<uint8_t>() != 0) {
+    ShardInfo s;
+    s.path = in->GetString();
+    s.dataset = in->Get<uint32_t>();
+    s.file_bytes = in->Get<uint64_t>();
+    s.docs = in->Get<uint64_t>();
+    s.tokens = in->Get<uint64_t>();
+    s.token_type = static_cast<TokenType>(in->Get<uint8_t>());
+    s.offsets_signed = in->Get<uint8_t>() != 0;
+    for (ArrayLocation* at : {&s.tokens_at, &s.offsets_at}) {
+      at->direct = in->Get<uint8_t>() != 0;
+      at->byte_offset = in->Get<uint64_t>();
+    }
+    s.vocab_size = GetOptional(in);
+    s.eos_id = GetOptional(in);
+    s.bos_id = GetOptional(in);
+    const bool has_tokenizer = in->Get<uint8_t>() != 0;
+    std::string tokenizer = in->GetString();
+    if (has_tokenizer) s.tokenizer = std::move(tokenizer);
+    check.info = std::move(s);
+  }
+  check.problems.resize(in->Get<uint64_t>());
+  for (auto& p : check.problems) p = DecodeProblem(in);
+  return check;
+}
+
+}  // namespace
+
+void EncodeProblem(const Problem& problem, ByteWriter* out) {
+  out->PutString(problem.file);
+  out->PutString(problem.object);
+  out->Put<uint8_t>(problem.index.has_value());
+  out->Put<uint64_t>(problem.index.value_or(0));
+  out->PutString(problem.message);
+}
+
+Problem DecodeProblem(ByteReader* in) {
+  Problem problem;
+  problem.file = in->GetString();
+  problem.object = in->GetString();
+  const bool has_index = in->Get<uint8_t>() != 0;
+  const auto index = in->Get<uint64_t>();
+  if (has_index) problem.index = index;
+  problem.message = in->GetString();
+  return problem;
+}
+
+std::string WithoutPathPrefix(std::string message, std::string_view path) {
+  if (message.size() > path.size() + 1 && message.starts_with(path) &&
+      message.compare(path.size(), 2, ": ") == 0) {
+    message.erase(0, path.size() + 2);
+  }
+  return message;
+}
+
+std::string Problem::ToString() const {
+  std::string where = file;
+  if (!object.empty()) {
+    if (!where.empty()) where += ": ";
+    where += object;
+    if (index) where += fmt::format("[{}]", *index);
+  }
+  return where.empty() ? message : where + ": " + message;
+}
+
+uint64_t CorpusTable::total_docs() const {
+  uint64_t n = 0;
+  for (const auto& d : datasets) n += d.docs;
+  return n;
+}
+
+uint64_t CorpusTable::total_tokens() const {
+  uint64_t n = 0;
+  for (const auto& d : datasets) n += d.tokens;
+  return n;
+}
+
+void FinishTable(CorpusTable* table) {
+  Fingerprinter fp;
+  fp.Add(std::string_view("stoker corpus v1"));
+  fp.Add(static_cast<uint64_t>(table->datasets.size()));
+  for (auto& d : table->datasets) {
+    d.docs = d.tokens = 0;
+    for (uint32_t i = d.first_shard; i < d.first_shard + d.num_shards; ++i) {
+      d.docs += table->shards[i].docs;
+      d.tokens += table->shards[i].tokens;
+    }
+    fp.Add(d.name);
+    fp.Add(d.num_shards);
+  }
+  for (const auto& s : table->shards) {
+    fp.Add(s.path);
+    fp.Add(s.dataset);
+    fp.Add(s.file_bytes);
+    fp.Add(s.docs);
+    fp.Add(s.tokens);
+    fp.Add(static_cast<uint64_t>(s.token_type));
+  }
+  table->fingerprint = fp.Hex();
+}
+
+CorpusScan ScanCorpus(const mpi::Comm& comm, const std::string& root) {
+  std::string listing_bytes;
+  mpi::FailTogether(comm, [&] {
+    if (comm.rank() != 0) return;
+    ByteWriter out;
+    EncodeListing(ListCorpus(root), &out);
+    listing_bytes = out.Take();
+  });
+  comm.Broadcast(&listing_bytes, 0);
+  ByteReader listing_in(listing_bytes);
+  CorpusListing listing = DecodeListing(&listing_in);
+
+  // Flatten to one list of files; file i is described by rank i mod W.
+  std::vector<std::pair<std::string, uint32_t>> files;
+  for (size_t d = 0; d < listing.datasets.size(); ++d) {
+    for (const auto& path : listing.shards[d]) files.emplace_back(path, d);
+  }
+  ByteWriter mine;
+  // DescribeShard reports bad files as problems; anything else (no memory, a bug) must not make
+  // this rank leave the all-gather below alone.
+  mpi::FailTogether(comm, [&] {
+    for (size_t i = comm.rank(); i < files.size(); i += comm.size()) {
+      EncodeCheck(DescribeShard(root, files[i].first, files[i].second), &mine);
+    }
+  });
+  const std::vector<std::string> gathered = comm.AllGather(mine.bytes());
+  std::vector<ByteReader> readers(gathered.begin(), gathered.end());
+
+  CorpusScan scan;
+  scan.table.root = root;
+  scan.problems = std::move(listing.problems);
+  if (listing.datasets.empty()) {
+    scan.problems.push_back({"", "", std::nullopt, "the corpus has no datasets (no subfolders)"});
+  }
+  size_t i = 0;
+  for (size_t d = 0; d < listing.datasets.size(); ++d) {
+    if (listing.shards[d].empty()) {
+      scan.problems.push_back(
+          {listing.datasets[d], "", std::nullopt, "dataset folder has no shards (*.h5 files)"});
+    }
+    DatasetInfo dataset{.name = listing.datasets[d]};
+    dataset.first_shard = static_cast<uint32_t>(scan.table.shards.size());
+    for (size_t k = 0; k < listing.shards[d].size(); ++k, ++i) {
+      ShardCheck check = DecodeCheck(&readers[i % comm.size()]);
+      for (auto& p : check.problems) scan.problems.push_back(std::move(p));
+      if (!check.info) continue;
+      check.info->dataset = static_cast<uint32_t>(scan.table.datasets.size());
+      scan.table.shards.push_back(std::move(*check.info));
+    }
+    dataset.num_shards = static_cast<uint32_t>(scan.table.shards.size()) - dataset.first_shard;
+    if (dataset.num_shards > 0) scan.table.datasets.push_back(std::move(dataset));
+  }
+  FinishTable(&scan.table);
+  return scan;
+}
+
+CorpusTable DiscoverCorpus(const mpi::Comm& comm, const std::string& root) {
+  CorpusScan scan = ScanCorpus(comm, root);
+  if (scan.problems.empty()) return std::move(scan.table);
+  std::string message = fmt::format("corpus {} is not usable:", root);
+  constexpr size_t kShown = 20;
+  for (size_t i = 0; i < std::min(kShown, scan.problems.size()); ++i) {
+    message += "\n  " + scan.problems[i].ToString();
+  }
+  if (scan.problems.size() > kShown) {
+    message += fmt::format("\n  ... and {} more problems (stoker verify {} lists them all)",
+                           scan.problems.size() - kShown, root);
+  }
+  // Every rank holds the same scan, so every rank throws the same error here.
+  throw DataError(message, /*collective=*/true);
+}
+
+CorpusScan ScanCorpus(MPI_Comm comm, const std::string& root) {
+  return ScanCorpus(mpi::Comm(comm), root);
+}
+
+CorpusTable DiscoverCorpus(MPI_Comm comm, const std::string& root) {
+  return DiscoverCorpus(mpi::Comm(comm), root);
+}
+
+}  // namespace stoker

@@ -1,0 +1,34 @@
+// Corpus discovery, the internal side of stoker/corpus.h. See that header for the contract.
+// Also the pieces every corpus check shares: the encoding of a Problem between ranks, and the
+// cleaning of error messages that name a file a Problem already names. Only ScanCorpus and
+// DiscoverCorpus are collective; the rest is plain functions, safe from any thread.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/bytes.h"
+#include "mpi/comm.h"
+#include "shard/shard_check.h"
+#include "stoker/corpus.h"
+
+namespace stoker {
+
+// Collective over `comm`.
+CorpusScan ScanCorpus(const mpi::Comm& comm, const std::string& root);
+CorpusTable DiscoverCorpus(const mpi::Comm& comm, const std::string& root);
+
+// Fills the per-dataset totals and the fingerprint from the datasets' names and the shards.
+void FinishTable(CorpusTable* table);
+
+// The one encoding of a Problem that crosses ranks (all-gathers of problems).
+void EncodeProblem(const Problem& problem, ByteWriter* out);
+Problem DecodeProblem(ByteReader* in);
+
+// `message` without a leading "PATH: ": error messages of readers name the file's full path,
+// which a Problem already gives (relative to the corpus root).
+std::string WithoutPathPrefix(std::string message, std::string_view path);
+
+}  // namespace stoker

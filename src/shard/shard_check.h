@@ -1,0 +1,25 @@
+// ShardCheck and DescribeShard: the metadata checks of one shard, which discovery runs on every
+// file of a corpus (shard/discovery.h). Not collective; safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stoker/corpus.h"
+
+namespace stoker {
+
+// What one shard's metadata says: its table row when it passed the checks, else its problems.
+struct ShardCheck {
+  std::optional<ShardInfo> info;
+  std::vector<Problem> problems;
+};
+
+// Not collective. Opens `root/rel_path` and checks everything the format promises that does not
+// need reading the arrays: format version, both datasets' presence, type and shape, the first
+// and last document offsets, the optional attributes. Never throws for a bad file.
+ShardCheck DescribeShard(const std::string& root, const std::string& rel_path, uint32_t dataset);
+
+}  // namespace stoker

@@ -1,0 +1,110 @@
+#include "shard/shard_reader.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+#include "base/check.h"
+#include "core/token_type.h"
+#include "os/files.h"
+#include "os/posix_io.h"
+
+namespace stoker {
+
+// Direct reads hand the file's little-endian bytes to the caller as they are.
+static_assert(std::endian::native == std::endian::little,
+              "stoker supports little-endian hosts only: ShardReader reads little-endian shards "
+              "with pread and uses the bytes as they are (docs/format.md, Byte order)");
+
+namespace {
+
+// Written so that start + count cannot wrap around.
+void CheckTokenRange(const std::string& path, const ShardInfo& shard, uint64_t start,
+                     uint64_t count) {
+  STOKER_CHECK(count <= shard.tokens && start <= shard.tokens - count, DataError,
+               "{}: reading {} tokens from /tokens[{}] goes beyond its {} tokens", path, count,
+               start, shard.tokens);
+}
+
+}  // namespace
+
+ShardReader::ShardReader(const std::string& root, const ShardInfo& shard, std::string_view dataset)
+    : shard_(shard),
+      path_(root + "/" + shard.path),
+      where_(dataset.empty() ? path_ : fmt::format("{} (dataset {})", path_, dataset)) {
+  fd_ = posix::Open(path_, O_RDONLY | O_CLOEXEC);
+  STOKER_CHECK(fd_ >= 0, IoError, "{}: cannot open (open): {}", where_, std::strerror(errno));
+}
+
+ShardReader::Stamp ShardReader::Stat() const {
+  struct stat st {};
+  STOKER_CHECK(posix::Fstat(fd_, &st, path_) == 0, IoError, "{}: cannot stat (fstat): {}", where_,
+               std::strerror(errno));
+  return {.bytes = static_cast<uint64_t>(st.st_size),
+          .device = static_cast<uint64_t>(st.st_dev),
+          .inode = static_cast<uint64_t>(st.st_ino),
+          .modified_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+ShardReader::~ShardReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+const h5::File& ShardReader::Hdf5File() {
+  if (!file_) file_.emplace(h5::File::OpenReadOnly(path_));
+  return *file_;
+}
+
+void ShardReader::Pread(uint64_t byte_offset, uint64_t bytes, void* out, const char* what,
+                        uint64_t index) {
+  const ReadResult read = ReadAt(fd_, byte_offset, bytes, out, path_);
+  const uint64_t at = byte_offset + read.bytes;
+  STOKER_CHECK(read.error == 0, IoError,
+               "{}: reading {}[{}...] failed (pread of {} bytes at byte offset {}): {}", where_,
+               what, index, bytes - read.bytes, at, std::strerror(read.error));
+  STOKER_CHECK(read.bytes == bytes, IoError,
+               "{}: file ends at byte {} inside {}[{}] (truncated or changed since discovery)",
+               where_, at, what, index);
+}
+
+void ShardReader::ReadTokensRaw(uint64_t start, uint64_t count, void* out) {
+  if (count == 0) return;
+  CheckTokenRange(path_, shard_, start, count);
+  const uint64_t width = TokenTypeSize(shard_.token_type);
+  if (shard_.tokens_at.direct) {
+    Pread(shard_.tokens_at.byte_offset + start * width, count * width, out, "/tokens", start);
+    return;
+  }
+  Hdf5File().ReadRaw("/tokens", start, count, out);
+}
+
+void ShardReader::ReadTokens(uint64_t start, uint64_t count, int64_t* out,
+                             std::vector<char>* scratch) {
+  CheckTokenRange(path_, shard_, start, count);  // before sizing `scratch` by `count`
+  const uint64_t width = TokenTypeSize(shard_.token_type);
+  if (width == 8) {  // already as wide as the output
+    ReadTokensRaw(start, count, out);
+    return;
+  }
+  scratch->resize(count * width);
+  ReadTokensRaw(start, count, scratch->data());
+  WidenTokens(shard_.token_type, scratch->data(), count, out);
+}
+
+void ShardReader::ReadOffsets(uint64_t start, uint64_t count, uint64_t* out) {
+  if (count == 0) return;
+  const uint64_t entries = shard_.docs + 1;
+  STOKER_CHECK(count <= entries && start <= entries - count, DataError,
+               "{}: reading {} entries from /doc_offsets[{}] goes beyond its {} entries", path_,
+               count, start, entries);
+  if (shard_.offsets_at.direct) {
+    Pread(shard_.offsets_at.byte_offset + start * 8, count * 8, out, "/doc_offsets", start);
+    return;
+  }
+  Hdf5File().ReadRaw("/doc_offsets", start, count, out);
+}
+
+}  // namespace stoker
