@@ -65,8 +65,8 @@ class Dump {
     for (const DocPiece& p : batch.pieces) {
       pieces.insert(pieces.end(), {p.dataset, p.doc, p.epoch, p.first, p.count});
     }
-    WriteAll(pieces_.get(), AsBytes(pieces), pieces_path_);
-    WriteAll(tokens_.get(), AsBytes(batch.tokens), tokens_path_);
+    WriteAll(pieces_.get(), BytesOf(pieces), pieces_path_);
+    WriteAll(tokens_.get(), BytesOf(batch.tokens), tokens_path_);
   }
 
  private:
@@ -76,10 +76,6 @@ class Dump {
     UniqueFd fd(posix::Open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     STOKER_CHECK(fd, IoError, "cannot create {}: {}", path, std::strerror(errno));
     return fd;
-  }
-  template <typename T>
-  static std::string_view AsBytes(const std::vector<T>& values) {
-    return {reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)};
   }
 
   std::string tokens_path_;

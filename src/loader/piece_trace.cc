@@ -182,8 +182,7 @@ void PieceTraceWriter::Write(const Batch& batch) {
   for (const DocPiece& p : batch.pieces) {
     buffer_.insert(buffer_.end(), {batch.step, p.dataset, p.doc, p.epoch, p.first, p.count});
   }
-  WriteAll(fd_, {reinterpret_cast<const char*>(buffer_.data()), buffer_.size() * sizeof(uint64_t)},
-           path_);
+  WriteAll(fd_, BytesOf(buffer_), path_);
 }
 
 std::vector<TraceRun> ReadTraceDir(const std::string& trace_dir) {

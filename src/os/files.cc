@@ -84,13 +84,12 @@ std::string ReadFile(const std::string& path) {
   const int fd = posix::Open(path, O_RDONLY | O_CLOEXEC);
   STOKER_CHECK(fd >= 0, IoError, "cannot open {}: {}", path, std::strerror(errno));
   std::string bytes;
-  constexpr uint64_t kBlock = uint64_t{1} << 16;
+  char block[1 << 16];
   ReadResult read;
   do {
-    bytes.resize(bytes.size() + kBlock);
-    read = ReadAt(fd, bytes.size() - kBlock, kBlock, bytes.data() + bytes.size() - kBlock, path);
-    bytes.resize(bytes.size() - kBlock + read.bytes);
-  } while (read.error == 0 && read.bytes == kBlock);
+    read = ReadAt(fd, bytes.size(), sizeof block, block, path);
+    bytes.append(block, read.bytes);
+  } while (read.error == 0 && read.bytes == sizeof block);
   ::close(fd);
   STOKER_CHECK(read.error == 0, IoError, "reading {} failed: {}", path, std::strerror(read.error));
   return bytes;

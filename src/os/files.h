@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace stoker {
 
@@ -26,6 +27,12 @@ ReadResult ReadAt(int fd, uint64_t offset, uint64_t bytes, void* out, const std:
 // Writes all of `bytes` to the open file `fd`, retrying interrupted and short writes. Throws
 // IoError naming `path` and the failing call.
 void WriteAll(int fd, std::string_view bytes, const std::string& path);
+
+// The bytes of `values` as they lie in memory (native byte order), for WriteAll.
+template <typename T>
+std::string_view BytesOf(const std::vector<T>& values) {
+  return {reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)};
+}
 
 // Flushes `path` (a file, or a folder when `folder`) to stable storage. Throws IoError naming
 // the path and the failing call.

@@ -114,9 +114,10 @@ class Lister {
     std::vector<Name> names;
     std::string why;
     STOKER_CHECK(ReadFolder(root_, &names, &why), ConfigError, "corpus {} {}", root_, why);
-    for (const auto& [name, type, ino] : names) {
+    for (const Name& entry_name : names) {
+      const std::string& name = entry_name.name;
       if (Ignored(name, name, "hidden")) continue;
-      const Entry entry = Examine(root_ + "/" + name, {name, type, ino}, root_id.first);
+      const Entry entry = Examine(root_ + "/" + name, entry_name, root_id.first);
       if (entry.kind == Entry::kGone) {
         Add(name, kWent);
       } else if (entry.kind == Entry::kFile) {
