@@ -5,6 +5,7 @@
 
 #include "base/check.h"
 #include "base/text_table.h"
+#include "checkpoint/checkpoint_step.h"
 #include "checkpoint/checkpoint_store.h"
 
 namespace stoker {
@@ -81,30 +82,6 @@ DatasetProgress Progress(const RankCheckpoint& c, uint32_t d, const std::string&
   return p;
 }
 
-// Reads rank `rank`'s file and checks it against rank 0's (`first`; null for rank 0 itself).
-RankCheckpoint ReadRank(const std::string& path, uint64_t rank, const RankCheckpoint* first,
-                        const std::string& first_path) {
-  RankCheckpoint c = ReadCheckpointFile(path);
-  if (first != nullptr) {
-    const std::vector<std::string> differences = IdentityDifferences(first->identity, c.identity);
-    STOKER_CHECK(differences.empty(), DataError,
-                 "{}: does not belong with {} (\"checkpoint\" below is that file, \"now\" this "
-                 "one):\n  {}",
-                 path, first_path, fmt::join(differences, "\n  "));
-    STOKER_CHECK(c.state.step == first->state.step, DataError,
-                 "{}: saved at step {}, but {} at step {}", path, c.state.step, first_path,
-                 first->state.step);
-  }
-  STOKER_CHECK(c.world <= c.identity.logical_shards, DataError,
-               "{}: saved by {} ranks, more than its {} logical shards", path, c.world,
-               c.identity.logical_shards);
-  const IndexRange owned = OwnedLogicalShards(c.identity.logical_shards, c.world, rank);
-  STOKER_CHECK(c.state.shards == owned, DataError,
-               "{}: holds logical shards [{}, {}), but rank {} of {} owns [{}, {})", path,
-               c.state.shards.begin, c.state.shards.end, rank, c.world, owned.begin, owned.end);
-  return c;
-}
-
 RankProgress RankProgressOf(const RankCheckpoint& c, const std::string& path,
                             const std::optional<std::vector<uint64_t>>& dataset_docs) {
   RankProgress rank{.rank = c.rank,
@@ -142,39 +119,32 @@ std::optional<std::string> CheckpointStepFolder(const std::string& path) {
 }
 
 CheckpointStats CollectCheckpointStats(const std::string& step_dir, const CorpusTable* corpus) {
-  const StepFolder folder = DescribeStepFolder(step_dir);
-  STOKER_CHECK(folder.complete(), DataError, "checkpoint {} is incomplete: {}", step_dir,
-               fmt::join(folder.problems, "; "));
-  CheckpointStats stats{
-      .step_dir = step_dir, .world = *folder.world, .with_corpus = corpus != nullptr};
+  const CheckpointStep step = OpenCheckpointStep(step_dir);
   std::optional<std::vector<uint64_t>> dataset_docs;
   if (corpus != nullptr) {
+    STOKER_CHECK(corpus->fingerprint == step.identity.corpus_fingerprint &&
+                     corpus->datasets.size() == step.identity.datasets.size(),
+                 ConfigError,
+                 "corpus {} (fingerprint {}) is not the corpus checkpoint {} was saved from "
+                 "(fingerprint {})",
+                 corpus->root, corpus->fingerprint, step_dir, step.identity.corpus_fingerprint);
     dataset_docs.emplace();
     for (const DatasetInfo& d : corpus->datasets) dataset_docs->push_back(d.docs);
   }
-  const std::string first_path = CheckpointPath(step_dir, 0, stats.world);
-  RankCheckpoint first;
-  for (uint64_t r = 0; r < stats.world; ++r) {
-    const std::string path = CheckpointPath(step_dir, r, stats.world);
-    RankCheckpoint c = ReadRank(path, r, r == 0 ? nullptr : &first, first_path);
-    if (r == 0) {
-      STOKER_CHECK(!corpus || (corpus->fingerprint == c.identity.corpus_fingerprint &&
-                               dataset_docs->size() == c.identity.datasets.size()),
-                   ConfigError,
-                   "corpus {} (fingerprint {}) is not the corpus checkpoint {} was saved from "
-                   "(fingerprint {})",
-                   corpus->root, corpus->fingerprint, step_dir, c.identity.corpus_fingerprint);
-      stats.step = c.state.step;
-      stats.identity = c.identity;
-      stats.weights = c.weights;
-      for (const std::string& name : c.identity.datasets) stats.datasets.push_back({.name = name});
-    }
-    RankProgress rank = RankProgressOf(c, path, dataset_docs);
+  CheckpointStats stats{.step_dir = step_dir,
+                        .step = step.step,
+                        .world = step.world,
+                        .identity = step.identity,
+                        .weights = step.weights,
+                        .with_corpus = corpus != nullptr};
+  for (const std::string& name : step.identity.datasets) stats.datasets.push_back({.name = name});
+  for (uint64_t r = 0; r < step.world; ++r) {
+    RankProgress rank = RankProgressOf(ReadStepRank(step, r),
+                                       CheckpointPath(step_dir, r, step.world), dataset_docs);
     stats.bytes += rank.bytes;
     stats.generation = std::max(stats.generation, rank.generation);
     for (size_t d = 0; d < rank.datasets.size(); ++d) Merge(rank.datasets[d], &stats.datasets[d]);
     stats.ranks.push_back(std::move(rank));
-    if (r == 0) first = std::move(c);  // keeps rank 0's identity and step for the checks
   }
   return stats;
 }

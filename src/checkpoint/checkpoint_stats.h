@@ -1,11 +1,11 @@
 // CheckpointStats: what `stoker inspect` shows of a loader checkpoint step folder
 // (docs/checkpoint.md): what shapes the order, and how far every rank and every dataset has got.
 //
-// CollectCheckpointStats reads the rank files of a step folder one at a time (memory: one file)
-// and checks that they form one checkpoint: all present and valid, of one identity and one step,
-// every rank holding the logical shards its rank owns. Anything else is a DataError naming the
-// file (an incomplete step names the missing files). Not collective, no MPI: the command line
-// calls it on one rank. Thread safe (no shared state). FormatCheckpointStats is pure.
+// CollectCheckpointStats reads the rank files of a step folder one at a time (memory: one file),
+// through CheckpointStep (checkpoint_step.h), which checks that they form one checkpoint: an
+// incomplete step is a ConfigError naming the missing files, a file that does not belong a
+// DataError naming it. Not collective, no MPI: the command line calls it on one rank. Thread safe
+// (no shared state). FormatCheckpointStats is pure.
 //
 // Epochs: a checkpoint holds cursors, not the corpus's document counts. Without the corpus, every
 // logical shard counts, and one holding no documents of a dataset stays at epoch 0 for ever, so

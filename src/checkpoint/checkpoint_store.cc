@@ -1,5 +1,7 @@
 #include "checkpoint/checkpoint_store.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
@@ -48,7 +50,9 @@ std::string CheckpointPath(const std::string& step_dir, uint64_t rank, uint64_t 
   return step_dir + "/loader/" + CheckpointFileName(rank, world);
 }
 
-StepFolder DescribeStepFolder(const std::string& step_dir) {
+namespace {
+
+StepFolder DescribeLoaderFiles(const std::string& step_dir) {
   StepFolder folder{.path = step_dir};
   folder.step = NumberIn(fs::path(step_dir).filename().string(), "step-", "").value_or(0);
   std::map<uint64_t, std::set<uint64_t>> ranks_by_world;
@@ -85,7 +89,22 @@ StepFolder DescribeStepFolder(const std::string& step_dir) {
   return folder;
 }
 
-std::vector<StepFolder> ListStepFolders(const std::string& checkpoint_dir) {
+}  // namespace
+
+StepFolder DescribeStepFolder(const std::string& step_dir,
+                              const std::vector<std::string>& required_files) {
+  StepFolder folder = DescribeLoaderFiles(step_dir);
+  for (const std::string& name : required_files) {
+    std::error_code ec;
+    if (!fs::is_regular_file(step_dir + "/" + name, ec)) {
+      folder.problems.push_back(name + " is missing");
+    }
+  }
+  return folder;
+}
+
+std::vector<StepFolder> ListStepFolders(const std::string& checkpoint_dir,
+                                        const std::vector<std::string>& required_files) {
   std::vector<StepFolder> steps;
   std::error_code ec;
   fs::directory_iterator it(checkpoint_dir, ec);
@@ -96,11 +115,26 @@ std::vector<StepFolder> ListStepFolders(const std::string& checkpoint_dir) {
   for (const auto& entry : it) {
     const std::string name = entry.path().filename().string();
     if (!entry.is_directory() || !NumberIn(name, "step-", "")) continue;
-    steps.push_back(DescribeStepFolder(entry.path().string()));
+    steps.push_back(DescribeStepFolder(entry.path().string(), required_files));
   }
   std::sort(steps.begin(), steps.end(),
             [](const StepFolder& a, const StepFolder& b) { return a.step < b.step; });
   return steps;
+}
+
+std::optional<StepFolder> NewestCompleteStep(const std::string& checkpoint_dir,
+                                             const std::vector<std::string>& required_files) {
+  const std::vector<StepFolder> steps = ListStepFolders(checkpoint_dir, required_files);
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    if (it->complete()) return *it;
+    spdlog::warn("passing over incomplete checkpoint {} (a save was interrupted?): {}", it->path,
+                 fmt::join(it->problems, "; "));
+  }
+  STOKER_CHECK(steps.empty(), ConfigError,
+               "{} holds {} step folders but none is complete: refusing to start over from "
+               "step 0 (move the folder away to start afresh)",
+               checkpoint_dir, steps.size());
+  return std::nullopt;
 }
 
 void WriteCheckpointFile(const std::string& path, const RankCheckpoint& checkpoint) {

@@ -30,11 +30,23 @@ struct StepFolder {
   bool complete() const { return problems.empty(); }
 };
 
-// One step folder: its rank files, and whether they are all there.
-StepFolder DescribeStepFolder(const std::string& step_dir);
+// One step folder: its rank files, and whether they are all there. `required_files`: a
+// trainer's own files (relative to the step folder, e.g. "model.pt"); a step lacking one, or
+// holding something other than a regular file by that name, is not complete. Reads names only,
+// never a file's content (CheckpointStep, checkpoint_step.h, checks those).
+StepFolder DescribeStepFolder(const std::string& step_dir,
+                              const std::vector<std::string>& required_files = {});
 
 // Every step-<N> folder under `checkpoint_dir`, by increasing N (none when it does not exist).
-std::vector<StepFolder> ListStepFolders(const std::string& checkpoint_dir);
+std::vector<StepFolder> ListStepFolders(const std::string& checkpoint_dir,
+                                        const std::vector<std::string>& required_files = {});
+
+// The newest complete step folder under `checkpoint_dir`, or nullopt when it holds no step
+// folder at all. Newer incomplete ones (a job killed while saving) are logged and passed over;
+// step folders of which none is complete are refused (ConfigError) rather than taken for a
+// fresh start, which would repeat every token already trained on.
+std::optional<StepFolder> NewestCompleteStep(const std::string& checkpoint_dir,
+                                             const std::vector<std::string>& required_files = {});
 
 void WriteCheckpointFile(const std::string& path, const RankCheckpoint& checkpoint);
 // Throws IoError (cannot read) or DataError (corrupt), naming the file.

@@ -1,70 +1,121 @@
 #include "checkpoint/reshard.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "base/check.h"
+#include "checkpoint/checkpoint_step.h"
 #include "checkpoint/checkpoint_store.h"
-#include "checkpoint/restore.h"
-#include "core/partition.h"
 #include "core/rescale.h"
+#include "os/files.h"
 
 namespace stoker {
 
-ReshardStats ReshardCheckpoint(const std::string& step_dir, uint64_t new_world,
-                               const std::string& out_step_dir) {
-  const StepFolder folder = DescribeStepFolder(step_dir);
-  STOKER_CHECK(folder.complete(), ConfigError, "checkpoint {} is incomplete: {}", step_dir,
-               fmt::join(folder.problems, "; "));
-  const uint64_t old_world = *folder.world;
-  std::vector<RankCheckpoint> old;
-  for (uint64_t k = 0; k < old_world; ++k) {
-    old.push_back(ReadCheckpointFile(CheckpointPath(step_dir, k, old_world)));
-    const std::string path = CheckpointPath(step_dir, k, old_world);
-    CheckIdentity(old.back(), old.front().identity, path);
-    STOKER_CHECK(old.back().state.step == old.front().state.step, DataError,
-                 "{}: holds step {}, but rank file 0 holds step {}", path, old.back().state.step,
-                 old.front().state.step);
-    const IndexRange owned = OwnedLogicalShards(old.back().identity.logical_shards, old_world, k);
-    STOKER_CHECK(old.back().state.shards == owned, DataError,
-                 "{}: holds logical shards [{}, {}), but rank {} of {} owns [{}, {})", path,
-                 old.back().state.shards.begin, old.back().state.shards.end, k, old_world,
-                 owned.begin, owned.end);
+namespace fs = std::filesystem;
+
+namespace {
+
+// The same world size: every rank file checked, then copied byte for byte, each atomically.
+void CopyRankFiles(const CheckpointStep& step, const std::string& out_step_dir,
+                   ReshardStats* stats) {
+  for (uint64_t r = 0; r < step.world; ++r) {
+    ReadStepRank(step, r);
+    const std::string bytes = ReadFile(CheckpointPath(step.path, r, step.world));
+    DecodeCheckpoint(bytes, CheckpointPath(step.path, r, step.world));  // copied is checked
+    WriteFileAtomically(CheckpointPath(out_step_dir, r, step.world), bytes);
+    stats->bytes_written += bytes.size();
   }
-  const OrderIdentity& identity = old.front().identity;
-  STOKER_CHECK(new_world >= 1 && new_world <= identity.logical_shards, ConfigError,
-               "--world-size {} is outside [1, {}] (the checkpoint's logical shards)", new_world,
-               identity.logical_shards);
-  for (uint64_t n = 0; n < new_world; ++n) {
-    const std::string path = CheckpointPath(out_step_dir, n, new_world);
-    STOKER_CHECK(!std::filesystem::exists(path), ConfigError,
-                 "{} already exists: reshard never overwrites a checkpoint", path);
-  }
-  ReshardStats stats{
-      .step = old.front().state.step, .old_world = old_world, .new_world = new_world};
-  if (new_world == old_world) {  // nothing to move: the same files, so the same stream
-    for (uint64_t n = 0; n < new_world; ++n) {
-      const std::string path = CheckpointPath(out_step_dir, n, new_world);
-      WriteCheckpointFile(path, old[n]);
-      stats.bytes_written += std::filesystem::file_size(path);
-    }
-    return stats;
-  }
+}
+
+void RescaleRankFiles(const CheckpointStep& step, uint64_t new_world,
+                      const std::string& out_step_dir, ReshardStats* stats) {
+  const OrderIdentity& identity = step.identity;
   std::vector<std::vector<RescalePart>> parts(new_world);
-  for (uint64_t k = 0; k < old_world; ++k) {
-    for (RescalePart& part : SplitState(old[k].state, k, identity.logical_shards, new_world)) {
+  for (uint64_t k = 0; k < step.world; ++k) {
+    const RankCheckpoint old = ReadStepRank(step, k);
+    for (RescalePart& part : SplitState(old.state, k, identity.logical_shards, new_world)) {
       parts[part.new_rank].push_back(std::move(part));
     }
   }
   for (uint64_t n = 0; n < new_world; ++n) {
     RankCheckpoint out{
-        .identity = identity, .weights = old.front().weights, .world = new_world, .rank = n};
+        .identity = identity, .weights = step.weights, .world = new_world, .rank = n};
     out.state = AssembleState(std::move(parts[n]), identity.datasets.size(),
                               identity.logical_shards, new_world, n);
+    const std::string bytes = EncodeCheckpoint(out);
+    WriteFileAtomically(CheckpointPath(out_step_dir, n, new_world), bytes);
+    stats->bytes_written += bytes.size();
+  }
+}
+
+// Copies every entry of `from` but loader/ into `to`, and syncs each regular file.
+void CopyOtherFiles(const std::string& from, const std::string& to) {
+  for (const auto& entry : fs::directory_iterator(from)) {
+    if (entry.path().filename() == "loader") continue;
+    const fs::path target = fs::path(to) / entry.path().filename();
+    std::error_code ec;
+    fs::copy(entry.path(), target, fs::copy_options::recursive | fs::copy_options::copy_symlinks,
+             ec);
+    STOKER_CHECK(!ec, IoError, "cannot copy {} to {}: {}", entry.path().string(), target.string(),
+                 ec.message());
+    for (const auto& file : fs::recursive_directory_iterator(target, ec)) {
+      if (file.is_regular_file() && !file.is_symlink()) SyncPath(file.path().string(), false);
+    }
+    if (fs::is_regular_file(fs::symlink_status(target))) SyncPath(target.string(), false);
+  }
+}
+
+}  // namespace
+
+ReshardStats ReshardCheckpoint(const std::string& step_dir, uint64_t new_world,
+                               const std::string& out_step_dir) {
+  const CheckpointStep step = OpenCheckpointStep(step_dir);
+  STOKER_CHECK(new_world >= 1 && new_world <= step.identity.logical_shards, ConfigError,
+               "--world-size {} is outside [1, {}] (the checkpoint's logical shards)", new_world,
+               step.identity.logical_shards);
+  for (uint64_t n = 0; n < new_world; ++n) {
     const std::string path = CheckpointPath(out_step_dir, n, new_world);
-    WriteCheckpointFile(path, out);
-    stats.bytes_written += std::filesystem::file_size(path);
+    STOKER_CHECK(!fs::exists(path), ConfigError,
+                 "{} already exists: reshard never overwrites a checkpoint", path);
+  }
+  ReshardStats stats{.step = step.step, .old_world = step.world, .new_world = new_world};
+  if (new_world == step.world) {
+    CopyRankFiles(step, out_step_dir, &stats);
+  } else {
+    RescaleRankFiles(step, new_world, out_step_dir, &stats);
   }
   return stats;
+}
+
+ReshardStats ReshardStepFolder(const std::string& step_dir, uint64_t new_world,
+                               const std::string& out_step_dir) {
+  fs::path out = fs::path(out_step_dir).lexically_normal();
+  if (out.filename().empty()) out = out.parent_path();
+  std::error_code ec;
+  STOKER_CHECK(!fs::exists(fs::symlink_status(out, ec)), ConfigError,
+               "{} exists already: reshard makes a whole new step folder and never overwrites "
+               "one; remove it or choose another",
+               out.string());
+  const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  fs::create_directories(parent, ec);
+  STOKER_CHECK(!ec, IoError, "cannot create {}: {}", parent.string(), ec.message());
+  const fs::path staging =
+      parent / fmt::format(".{}.reshard-{}", out.filename().string(), ::getpid());
+  fs::remove_all(staging, ec);  // a leftover of an earlier process with this pid
+  try {
+    ReshardStats stats = ReshardCheckpoint(step_dir, new_world, staging.string());
+    CopyOtherFiles(step_dir, staging.string());
+    SyncPath(staging.string(), true);
+    fs::rename(staging, out, ec);
+    STOKER_CHECK(!ec, IoError, "cannot rename {} to {}: {}", staging.string(), out.string(),
+                 ec.message());
+    SyncPath(parent.string(), true);
+    return stats;
+  } catch (...) {
+    fs::remove_all(staging, ec);
+    throw;
+  }
 }
 
 }  // namespace stoker

@@ -6,6 +6,7 @@
 
 #include "base/bytes.h"
 #include "base/check.h"
+#include "checkpoint/checkpoint_step.h"
 #include "checkpoint/checkpoint_store.h"
 #include "core/partition.h"
 #include "core/rescale.h"
@@ -18,28 +19,9 @@ std::optional<std::string> FindNewestCompleteStep(const mpi::Comm& comm,
   std::string chosen;
   mpi::FailTogether(comm, [&] {
     if (comm.rank() != 0) return;
-    std::vector<StepFolder> steps = ListStepFolders(checkpoint_dir);
-    for (StepFolder& step : steps) {
-      for (const std::string& name : required_files) {
-        std::error_code ec;
-        if (!std::filesystem::is_regular_file(step.path + "/" + name, ec)) {
-          step.problems.push_back(name + " is missing");
-        }
-      }
+    if (const auto newest = NewestCompleteStep(checkpoint_dir, required_files)) {
+      chosen = newest->path;
     }
-    for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
-      if (it->complete()) {
-        chosen = it->path;
-        return;
-      }
-      spdlog::warn("passing over incomplete checkpoint {} (a save was interrupted?): {}", it->path,
-                   fmt::join(it->problems, "; "));
-    }
-    // Starting over would repeat every token already trained on: refuse instead.
-    STOKER_CHECK(steps.empty(), ConfigError,
-                 "{} holds {} step folders but none is complete: refusing to start over from "
-                 "step 0 (move the folder away to start afresh)",
-                 checkpoint_dir, steps.size());
   });
   comm.Broadcast(&chosen, 0);
   if (chosen.empty()) return std::nullopt;
@@ -87,8 +69,8 @@ void PrepareFreshStart(const mpi::Comm& comm, const std::string& checkpoint_dir,
   });
 }
 
-void CheckIdentity(const RankCheckpoint& saved, const OrderIdentity& now, const std::string& path) {
-  const std::vector<std::string> differences = IdentityDifferences(saved.identity, now);
+void CheckIdentity(const OrderIdentity& saved, const OrderIdentity& now, const std::string& path) {
+  const std::vector<std::string> differences = IdentityDifferences(saved, now);
   if (differences.empty()) return;
   throw ConfigError(fmt::format(
       "checkpoint {} does not belong to this run; it was saved with another configuration "
@@ -98,83 +80,49 @@ void CheckIdentity(const RankCheckpoint& saved, const OrderIdentity& now, const 
 
 namespace {
 
-RankCheckpoint ReadChecked(const std::string& path, const OrderIdentity& now, uint64_t world,
-                           std::optional<uint64_t> step);
-
-// The world size the step folder was saved by and the weights it was saved with, checked by rank
-// 0 (which also reads rank file 0) and known to every rank.
-struct Saved {
-  uint64_t world = 0;
-  uint64_t step = 0;
-  std::vector<double> weights;
-};
-
-Saved SavedWorldAndWeights(const mpi::Comm& comm, const std::string& step_dir,
-                           const OrderIdentity& now) {
+// The step folder, checked by rank 0 (which also reads rank file 0 and checks it against `now`)
+// and known to every rank; its identity is `now`'s, which rank file 0's matched.
+CheckpointStep OpenStepTogether(const mpi::Comm& comm, const std::string& step_dir,
+                                const OrderIdentity& now) {
   ByteWriter out;
   mpi::FailTogether(comm, [&] {
     if (comm.rank() != 0) return;
-    const StepFolder folder = DescribeStepFolder(step_dir);
-    STOKER_CHECK(folder.complete(), ConfigError, "checkpoint {} is incomplete: {}", step_dir,
-                 fmt::join(folder.problems, "; "));
-    const RankCheckpoint first =
-        ReadChecked(CheckpointPath(step_dir, 0, *folder.world), now, *folder.world, std::nullopt);
-    out.Put<uint64_t>(*folder.world);
-    out.Put<uint64_t>(first.state.step);
-    out.Put<uint64_t>(first.weights.size());
-    for (double w : first.weights) out.Put(w);
+    const CheckpointStep step = OpenCheckpointStep(step_dir);
+    CheckIdentity(step.identity, now, CheckpointPath(step_dir, 0, step.world));
+    out.Put<uint64_t>(step.world);
+    out.Put<uint64_t>(step.step);
+    out.Put<uint64_t>(step.weights.size());
+    for (double w : step.weights) out.Put(w);
   });
   std::string bytes = out.Take();
   comm.Broadcast(&bytes, 0);
   ByteReader in(bytes);
-  Saved saved;
-  saved.world = in.Get<uint64_t>();
-  saved.step = in.Get<uint64_t>();
-  saved.weights.resize(in.Get<uint64_t>());
-  for (double& w : saved.weights) w = in.Get<double>();
-  return saved;
-}
-
-// A rank file that belongs with the others: same identity, world and step, and the logical
-// shards its rank owns.
-RankCheckpoint ReadChecked(const std::string& path, const OrderIdentity& now, uint64_t world,
-                           std::optional<uint64_t> step) {
-  RankCheckpoint saved = ReadCheckpointFile(path);
-  CheckIdentity(saved, now, path);
-  STOKER_CHECK(saved.world == world, DataError, "{}: saved by a world of {}, not {}", path,
-               saved.world, world);
-  STOKER_CHECK(!step || saved.state.step == *step, DataError,
-               "{}: holds step {}, but rank file 0 of the same folder holds step {}", path,
-               saved.state.step, step.value_or(0));
-  const IndexRange owned = OwnedLogicalShards(now.logical_shards, world, saved.rank);
-  STOKER_CHECK(saved.state.shards == owned, DataError,
-               "{}: holds logical shards [{}, {}), but rank {} of {} owns [{}, {})", path,
-               saved.state.shards.begin, saved.state.shards.end, saved.rank, world, owned.begin,
-               owned.end);
-  return saved;
+  CheckpointStep step{.path = step_dir, .identity = now};
+  step.world = in.Get<uint64_t>();
+  step.step = in.Get<uint64_t>();
+  step.weights.resize(in.Get<uint64_t>());
+  for (double& w : step.weights) w = in.Get<double>();
+  return step;
 }
 
 }  // namespace
 
 RestoredState RestoreRankState(const mpi::Comm& comm, const std::string& step_dir,
                                const OrderIdentity& now) {
-  Saved saved = SavedWorldAndWeights(comm, step_dir, now);
+  CheckpointStep saved = OpenStepTogether(comm, step_dir, now);
   const uint64_t old_world = saved.world;
   std::vector<double>& saved_weights = saved.weights;
   const auto world = static_cast<uint64_t>(comm.size());
   const auto rank = static_cast<uint64_t>(comm.rank());
   RankState state;
   if (old_world == world) {
-    mpi::FailTogether(comm, [&] {
-      state = ReadChecked(CheckpointPath(step_dir, rank, world), now, world, saved.step).state;
-    });
+    mpi::FailTogether(comm, [&] { state = ReadStepRank(saved, rank).state; });
     return {std::move(state), std::move(saved_weights)};
   }
   std::vector<std::string> to_each(world);
   mpi::FailTogether(comm, [&] {
     for (uint64_t k = rank; k < old_world; k += world) {
-      const RankCheckpoint old =
-          ReadChecked(CheckpointPath(step_dir, k, old_world), now, old_world, saved.step);
+      const RankCheckpoint old = ReadStepRank(saved, k);
       for (const RescalePart& part : SplitState(old.state, k, now.logical_shards, world)) {
         ByteWriter framed;
         framed.PutString(EncodeRescalePart(part));

@@ -19,11 +19,8 @@
 
 namespace stoker {
 
-// The newest complete step folder under `checkpoint_dir`, or nullopt when it has no step folder
-// at all. Newer incomplete steps (a job killed while saving) are logged and passed over; step
-// folders of which none is complete are refused (ConfigError) rather than silently restarted.
-// A step also counts as incomplete when one of `required_files` (a trainer's own files, relative
-// to the step folder) is missing.
+// Collective: NewestCompleteStep (checkpoint_store.h) on rank 0, its path known to every rank;
+// its refusal raised on every rank together.
 std::optional<std::string> FindNewestCompleteStep(
     const mpi::Comm& comm, const std::string& checkpoint_dir,
     const std::vector<std::string>& required_files = {});
@@ -58,7 +55,8 @@ RestoredState RestoreRankState(const mpi::Comm& comm, const std::string& step_di
 void CheckStateFits(const RankState& state, const PlannerConfig& planner,
                     const std::string& step_dir);
 
-// Checks one rank file's identity against `now` (ConfigError listing the differences).
-void CheckIdentity(const RankCheckpoint& saved, const OrderIdentity& now, const std::string& path);
+// Checks the identity a checkpoint (the file `path`) was saved with against `now` (ConfigError
+// listing the differences).
+void CheckIdentity(const OrderIdentity& saved, const OrderIdentity& now, const std::string& path);
 
 }  // namespace stoker

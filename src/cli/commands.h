@@ -25,6 +25,7 @@ Command SetupVerify(CLI::App& app);
 Command SetupInspect(CLI::App& app);
 Command SetupRun(CLI::App& app);
 Command SetupReshard(CLI::App& app);
+Command SetupSteps(CLI::App& app);
 Command SetupAudit(CLI::App& app);
 
 }  // namespace stoker::cli

@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
     std::vector<stoker::cli::Command> commands = {
         stoker::cli::SetupSynth(app),   stoker::cli::SetupPack(app), stoker::cli::SetupVerify(app),
         stoker::cli::SetupInspect(app), stoker::cli::SetupRun(app),  stoker::cli::SetupReshard(app),
-        stoker::cli::SetupAudit(app)};
+        stoker::cli::SetupSteps(app),   stoker::cli::SetupAudit(app)};
     app.formatter(std::make_shared<SummaryFormatter>());
     app.footer("stoker SUBCOMMAND --help explains a subcommand and its options.");
     stoker::cli::CheckUnsignedOptions(&app);

@@ -4,9 +4,10 @@
 // Resuming from its output on W' ranks gives the same stream, bit for bit, as resuming from the
 // original on W' ranks (the loader then rescales the same way at start-up).
 //
-// A reshard to the world size the checkpoint already has copies its files, checked, unchanged: a
-// resume on the same world size does not rescale (a rescale starts a new interleaving), so a
-// rewrite would not match resuming from the original.
+// An --out that does not exist yet becomes a whole step folder, published in one rename: the
+// loader files for W' ranks and a copy of everything else in STEP_DIR (the trainer's files), so
+// a reshard killed midway leaves no half step folder. An --out that exists gets loader/ only.
+// A reshard to the world size the checkpoint already has copies its files, checked, unchanged.
 //
 // Under mpirun only rank 0 works; the others wait for it and fail with it (mpi::FailTogether).
 // Rank 0 prints one summary line on stdout.
@@ -23,7 +24,6 @@
 #include "checkpoint/checkpoint_stats.h"
 #include "checkpoint/checkpoint_store.h"
 #include "cli/commands.h"
-#include "os/files.h"
 
 namespace stoker::cli {
 
@@ -50,20 +50,6 @@ void CheckOutputIsFree(const std::string& out) {
   }
 }
 
-// The same world size: every rank file checked (complete, valid, one identity and step, each
-// rank's own logical shards) and copied byte for byte, each atomically.
-ReshardStats CopyCheckpoint(const std::string& step_dir, const std::string& out) {
-  const CheckpointStats checked = CollectCheckpointStats(step_dir, nullptr);
-  ReshardStats stats{.step = checked.step, .old_world = checked.world, .new_world = checked.world};
-  for (const RankProgress& rank : checked.ranks) {
-    const std::string bytes = ReadFile(rank.file);
-    DecodeCheckpoint(bytes, rank.file);  // what is copied is what was checked
-    WriteFileAtomically(CheckpointPath(out, rank.rank, checked.world), bytes);
-    stats.bytes_written += bytes.size();
-  }
-  return stats;
-}
-
 void WarnAboutName(const std::string& out, uint64_t step) {
   fs::path p = fs::path(out).lexically_normal();
   if (p.filename().empty()) p = p.parent_path();
@@ -87,11 +73,13 @@ int RunReshard(const ReshardOptions& options, const mpi::Comm& world) {
     const auto start = std::chrono::steady_clock::now();
     const std::string step_dir = CheckpointStepFolder(options.step_dir).value_or(options.step_dir);
     STOKER_CHECK(options.world_size >= 1, ConfigError, "--world-size must be at least 1, not 0");
-    CheckOutputIsFree(options.out);
-    const StepFolder folder = DescribeStepFolder(step_dir);
-    stats = folder.complete() && folder.world == options.world_size
-                ? CopyCheckpoint(step_dir, options.out)
-                : ReshardCheckpoint(step_dir, options.world_size, options.out);
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(options.out, ec))) {
+      CheckOutputIsFree(options.out);
+      stats = ReshardCheckpoint(step_dir, options.world_size, options.out);
+    } else {
+      stats = ReshardStepFolder(step_dir, options.world_size, options.out);
+    }
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   });
   if (world.rank() == 0) {
@@ -115,8 +103,12 @@ Command SetupReshard(CLI::App& app) {
       "job to another node count before the resumed job starts (e.g. on a login node). One "
       "process, no MPI communication (under mpirun rank 0 works, the others wait). Reads every "
       "rank file of step_dir/loader/ (all must be present and valid) and writes "
-      "OUT/loader/rank-<r>-of-<W'>.ckpt (OUT: --out); the trainer's own files are not touched "
-      "(copy them beside it). Resuming from the output on W' ranks gives the same stream, bit "
+      "OUT/loader/rank-<r>-of-<W'>.ckpt (OUT: --out). When OUT does not exist, it becomes a "
+      "whole step folder: everything else in step_dir (a trainer's own files, such as "
+      "model.pt) is copied beside loader/, and the folder appears under its name in one rename "
+      "once complete, so a reshard killed midway leaves nothing half written; when OUT exists, "
+      "only its loader/ is written. Resuming from the output on W' ranks gives the same stream, "
+      "bit "
       "for bit, as resuming from the original on W' ranks; every logical shard's cursors move "
       "to their new owner, the mixing counters are summed and re-split, and documents cut by a "
       "row's end go on where they stood. Prints: step, old and new world size, bytes written, "
@@ -131,9 +123,10 @@ Command SetupReshard(CLI::App& app) {
                   "logical shards")
       ->required();
   sub->add_option("--out", options->out,
-                  "The step folder to write (created if missing; name it step-<N> with the "
-                  "same N, since --resume looks for step-<N> folders). Refused if its loader/ "
-                  "already holds rank files")
+                  "The step folder to write; name it step-<N> with the same N, since --resume "
+                  "looks for step-<N> folders. If missing, it is made whole (loader/ and a copy "
+                  "of the trainer's files) and published in one rename; if it exists, only "
+                  "loader/ is written, refused if that already holds rank files")
       ->required();
   return {sub, [options](const mpi::Comm& world) { return RunReshard(*options, world); }};
 }

@@ -10,7 +10,11 @@
 # --data of another corpus exits 1 with a message naming the culprit, printed once under mpirun;
 # inspect of the folder of step folders says it is one and names the newest step; a fresh run
 # into it is refused without touching it, and --start-over deletes the earlier steps first (and
-# only once the run is known to start).
+# only once the run is known to start). `stoker steps` lists the steps of a folder, finds the
+# newest complete one with a trainer's required files (passing over newer incomplete ones,
+# saying why) and refuses a folder of which none is complete; a reshard into a new folder makes
+# it whole (the trainer's files copied) and publishes it in one rename, leaving nothing behind
+# when a write fails.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
 source "$(dirname "$0")/../common/test_lib.sh"
@@ -220,6 +224,66 @@ ok "$work/synth2" "$STOKER" synth "$work/other" --dataset a:600:50 --dataset b:4
   --dataset c:500:20 --seed 4
 refused "inspect --data of another corpus" "is not the corpus checkpoint" \
   "$STOKER" inspect "$work/ck/step-10" --data "$work/other"
+
+# --- stoker steps: the rule a resume applies, for job scripts; reshard makes whole folders. ---
+tab=$'\t'
+ok "$work/steps" "$STOKER" steps "$work/ck"
+grep -q "^ *5 *2  complete  $work/ck/step-5\$" "$work/steps.out" &&
+  grep -q "^ *10 *2  complete  $work/ck/step-10\$" "$work/steps.out" ||
+  fail "stoker steps: not both steps complete on 2 ranks: $(cat "$work/steps.out")"
+ok "$work/newest" "$STOKER" steps "$work/ck/" --newest
+[ "$(cat "$work/newest.out")" = "10${tab}2${tab}$work/ck/step-10" ] ||
+  fail "stoker steps --newest: $(cat "$work/newest.out")"
+refused "steps --newest, no step with the trainer's files" "holds 2 step folders but none is \
+complete" "$STOKER" steps "$work/ck" --newest --require model.pt
+# A trainer's history: step 10 whole, step 15 without model.pt (a directory of that name does
+# not count), step 20 without a rank file; steps newer than the newest complete one passed over.
+st="$work/steps dir"
+for n in 10 15 20; do
+  mkdir -p "$st/step-$n" && cp -r "$work/ck/step-10/loader" "$st/step-$n/"
+  echo "optimizer of step $n" > "$st/step-$n/optimizer.pt"
+done
+echo "model" > "$st/step-10/model.pt"
+mkdir -p "$st/step-10/extra" "$st/step-15/model.pt" && echo "more" > "$st/step-10/extra/notes"
+echo "model" > "$st/step-20/model.pt"
+rm "$st/step-20/loader/rank-00001-of-00002.ckpt"
+ok "$work/newest-st" "$STOKER" steps "$st" --newest --require model.pt,optimizer.pt
+[ "$(cat "$work/newest-st.out")" = "10${tab}2${tab}$st/step-10" ] ||
+  fail "stoker steps --newest --require: $(cat "$work/newest-st.out")"
+grep -q "passing over incomplete checkpoint $st/step-20 .*rank-00001-of-00002.ckpt is missing" \
+  "$work/newest-st.err" && grep -q "passing over incomplete checkpoint $st/step-15 .*model.pt is \
+missing" "$work/newest-st.err" || fail "stoker steps --newest: $(cat "$work/newest-st.err")"
+ok "$work/step-15" "$STOKER" steps "$st" --step 15
+refused "steps --step of a step without a required file" "$st/step-15 is not a complete step: \
+model.pt is missing" "$STOKER" steps "$st" --step 15 --require model.pt
+refused "steps --step of a missing step" "no step folder $st/step-99" \
+  "$STOKER" steps "$st" --step 99
+mkdir -p "$work/no-steps"
+for dir in "$work/no-steps" "$work/not-there"; do
+  ok "$work/none" "$STOKER" steps "$dir" --newest --require model.pt
+  [ ! -s "$work/none.out" ] || fail "stoker steps --newest of $dir: $(cat "$work/none.out")"
+done
+echo "ok: stoker steps: complete steps, the newest with required files, what each lacks"
+
+# Reshard into a new folder: a whole step folder, the trainer's files copied, one rename.
+ok "$work/whole" "$STOKER" reshard "$st/step-10" --world-size 3 --out "$work/whole/step-10"
+for f in model.pt optimizer.pt extra/notes; do
+  cmp -s "$st/step-10/$f" "$work/whole/step-10/$f" || fail "reshard: $f not copied unchanged"
+done
+ok "$work/whole-steps" "$STOKER" steps "$work/whole" --newest --require model.pt
+[ "$(cat "$work/whole-steps.out")" = "10${tab}3${tab}$work/whole/step-10" ] ||
+  fail "reshard into a new folder: $(cat "$work/whole-steps.out")"
+[ "$(ls -A "$work/whole")" = step-10 ] || fail "reshard left $(ls -A "$work/whole") behind"
+# A write that fails midway leaves neither the step folder nor its staging folder.
+rc=0
+STOKER_FAULTS="write:rank-00002-of-00003:1:enospc" "$STOKER" reshard "$st/step-10" \
+  --world-size 3 --out "$work/failed/step-10" > "$work/failed.txt" 2>&1 || rc=$?
+[ "$rc" != 0 ] && grep -q "rank-00002-of-00003.ckpt" "$work/failed.txt" ||
+  fail "reshard with a failing write: exit $rc: $(cat "$work/failed.txt")"
+[ -z "$(ls -A "$work/failed")" ] || fail "a failed reshard left $(ls -A "$work/failed") behind"
+refused "reshard into an existing step folder" "already holds a loader checkpoint" \
+  "$STOKER" reshard "$st/step-10" --world-size 3 --out "$work/whole/step-10"
+echo "ok: reshard into a new folder: whole (trainer files copied), published in one rename"
 
 # --- A folder of step folders: inspect says it is a checkpoint folder and names the newest. ---
 refused "inspect of a checkpoint folder" "$work/ck is a checkpoint folder, not a corpus or one \

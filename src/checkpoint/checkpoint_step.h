@@ -1,0 +1,39 @@
+// CheckpointStep: one loader checkpoint step folder, loaded into one checked value. It is the
+// only code that decides whether a step folder's rank files form one checkpoint; the resume
+// (restore.h), the offline reshard (reshard.h), `stoker inspect` (checkpoint_stats.h) and
+// `stoker steps`, which the job scripts call, all go through it.
+//
+// OpenCheckpointStep checks what the folder holds (every rank file of one world size, and the
+// trainer's required files: checkpoint_store.h) and reads rank file 0; ReadStepRank reads any
+// rank's file and checks that it belongs with rank file 0: the same identity (corpus, seed,
+// logical shards, seq_len, EOS/BOS), world size and step, and the logical shards its rank owns.
+// Memory: one rank file at a time. Not collective, no MPI; thread safe (no shared state).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/checkpoint_codec.h"
+
+namespace stoker {
+
+struct CheckpointStep {
+  std::string path;             // the step folder
+  uint64_t step = 0;            // of the loader state (rank file 0)
+  uint64_t world = 0;           // the ranks that saved it
+  OrderIdentity identity;       // rank file 0's, which every other rank file shares
+  std::vector<double> weights;  // as saved by rank 0, normalized, corpus order
+};
+
+// Throws ConfigError when the folder is not a complete step (naming what is missing, at most a
+// few files), IoError when it cannot be read, DataError when rank file 0 is corrupt or saved by
+// more ranks than it has logical shards. `required_files`: a trainer's own files, relative to
+// the step folder (e.g. "model.pt"), which must be there too.
+CheckpointStep OpenCheckpointStep(const std::string& step_dir,
+                                  const std::vector<std::string>& required_files = {});
+
+// Rank `rank`'s file of `step`, checked against it: DataError naming the file otherwise.
+RankCheckpoint ReadStepRank(const CheckpointStep& step, uint64_t rank);
+
+}  // namespace stoker

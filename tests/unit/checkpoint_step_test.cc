@@ -1,0 +1,112 @@
+// CheckpointStep: a step folder loads into one checked value only when its rank files form one
+// checkpoint; anything else is refused naming the folder or the file.
+#include "checkpoint/checkpoint_step.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+
+#include "checkpoint/checkpoint_store.h"
+#include "common/test_support.h"
+#include "stoker/error.h"
+
+namespace stoker {
+namespace {
+
+using testing::TempDir;
+
+constexpr uint64_t kShards = 12;
+
+RankCheckpoint RankFile(uint64_t rank, uint64_t world) {
+  RankCheckpoint c;
+  c.identity = {.corpus_fingerprint = "00112233445566778899aabbccddeeff",
+                .seed = 3,
+                .logical_shards = kShards,
+                .seq_len = 64,
+                .eos_id = 9,
+                .datasets = {"a", "b"}};
+  c.weights = {0.5, 0.5};
+  c.world = world;
+  c.rank = rank;
+  c.state = InitialRankState(2, kShards, world, rank);
+  c.state.step = 7;
+  return c;
+}
+
+// Writes a step folder of `world` rank files, rank `odd` changed by `change` (if given).
+std::string WriteStep(const std::string& dir, uint64_t world, uint64_t odd = 0,
+                      const std::function<void(RankCheckpoint*)>& change = {}) {
+  for (uint64_t r = 0; r < world; ++r) {
+    RankCheckpoint c = RankFile(r, world);
+    if (change && r == odd) change(&c);
+    WriteCheckpointFile(CheckpointPath(dir, r, world), c);
+  }
+  return dir;
+}
+
+template <typename E>
+void ExpectRefused(const std::function<void()>& f, const std::string& says) {
+  try {
+    f();
+    ADD_FAILURE() << "not refused; expected: " << says;
+  } catch (const E& e) {
+    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+  }
+}
+
+TEST(CheckpointStep, OneCheckpointLoadsWithItsIdentity) {
+  TempDir tmp;
+  const std::string dir = WriteStep(tmp.path() + "/step-7", 3);
+  const CheckpointStep step = OpenCheckpointStep(dir);
+  EXPECT_EQ(step.step, 7u);
+  EXPECT_EQ(step.world, 3u);
+  EXPECT_EQ(step.identity, RankFile(0, 3).identity);
+  EXPECT_EQ(step.weights, RankFile(0, 3).weights);
+  for (uint64_t r = 0; r < 3; ++r) EXPECT_EQ(ReadStepRank(step, r), RankFile(r, 3));
+}
+
+TEST(CheckpointStep, MissingRankOrRequiredFilesAreNamed) {
+  TempDir tmp;
+  const std::string dir = WriteStep(tmp.path() + "/step-7", 3);
+  std::filesystem::remove(CheckpointPath(dir, 1, 3));
+  ExpectRefused<ConfigError>([&] { OpenCheckpointStep(dir); },
+                             CheckpointPath(dir, 1, 3) + " is missing");
+  const std::string whole = WriteStep(tmp.path() + "/step-8", 2);
+  ExpectRefused<ConfigError>([&] { OpenCheckpointStep(whole, {"model.pt"}); },
+                             "model.pt is missing");
+  std::filesystem::create_directory(whole + "/model.pt");  // not a regular file
+  ExpectRefused<ConfigError>([&] { OpenCheckpointStep(whole, {"model.pt"}); },
+                             "model.pt is missing");
+  ExpectRefused<ConfigError>([&] { OpenCheckpointStep(tmp.path() + "/nothing"); },
+                             "holds no rank files");
+}
+
+TEST(CheckpointStep, RankFilesOfAnotherCheckpointAreRefusedNamingTheFile) {
+  TempDir tmp;
+  const std::vector<std::pair<std::function<void(RankCheckpoint*)>, std::string>> cases = {
+      {[](RankCheckpoint* c) { c->identity.seed = 4; }, "seed: checkpoint 3, now 4"},
+      {[](RankCheckpoint* c) { c->state.step = 8; }, "holds step 8, but rank file 0"},
+      {[](RankCheckpoint* c) {
+         c->state.shards = {8, 12};
+       },
+       "holds logical shards [8, 12), but rank 1 of 3 owns [4, 8)"}};
+  int k = 0;
+  for (const auto& [change, says] : cases) {
+    const std::string dir = WriteStep(tmp.path() + "/case-" + std::to_string(k++), 3, 1, change);
+    const CheckpointStep step = OpenCheckpointStep(dir);
+    ExpectRefused<DataError>([&] { ReadStepRank(step, 1); }, CheckpointPath(dir, 1, 3));
+    ExpectRefused<DataError>([&] { ReadStepRank(step, 1); }, says);
+  }
+}
+
+TEST(CheckpointStep, RankFileZeroIsCheckedAlone) {
+  TempDir tmp;
+  const std::string dir = WriteStep(tmp.path() + "/step-7", 2, 0, [](RankCheckpoint* c) {
+    c->state.shards = {6, 12};
+  });
+  ExpectRefused<DataError>([&] { OpenCheckpointStep(dir); }, "but rank 0 of 2 owns [0, 6)");
+}
+
+}  // namespace
+}  // namespace stoker
