@@ -6,6 +6,7 @@
 
 #include "base/bytes.h"
 #include "base/check.h"
+#include "checkpoint/checkpoint_lock.h"
 #include "checkpoint/checkpoint_step.h"
 #include "checkpoint/checkpoint_store.h"
 #include "core/partition.h"
@@ -30,6 +31,7 @@ std::optional<std::string> FindNewestCompleteStep(const mpi::Comm& comm,
 
 void SetAsideStepsAfter(const mpi::Comm& comm, const std::string& checkpoint_dir,
                         const std::optional<std::string>& resume_dir) {
+  LockCheckpointFolder(comm, checkpoint_dir);
   mpi::FailTogether(comm, [&] {
     if (comm.rank() != 0) return;
     const uint64_t resume_step = resume_dir ? DescribeStepFolder(*resume_dir).step : 0;
@@ -50,6 +52,7 @@ void SetAsideStepsAfter(const mpi::Comm& comm, const std::string& checkpoint_dir
 }
 
 void PrepareFreshStart(const mpi::Comm& comm, const std::string& checkpoint_dir, bool start_over) {
+  LockCheckpointFolder(comm, checkpoint_dir);
   mpi::FailTogether(comm, [&] {
     if (comm.rank() != 0) return;
     const std::vector<StepFolder> steps = ListStepFolders(checkpoint_dir);

@@ -25,17 +25,19 @@ std::optional<std::string> FindNewestCompleteStep(
     const mpi::Comm& comm, const std::string& checkpoint_dir,
     const std::vector<std::string>& required_files = {});
 
-// Collective. Renames every step folder under `checkpoint_dir` newer than `resume_dir` (nullopt:
-// all) to step-<N>.interrupted (or .interrupted-<K> when taken), logging each: a killed run leaves
-// such folders with some ranks' files, and the saves of the run that resumes must never
-// complete them with files of its own.
+// Collective. Takes the folder's lock for this process's life (checkpoint_lock.h: refused when
+// another run holds it), then renames every step folder under `checkpoint_dir` newer than
+// `resume_dir` (nullopt: all) to step-<N>.interrupted (or .interrupted-<K> when taken), logging
+// each: a killed run leaves such folders with some ranks' files, and the saves of the run that
+// resumes must never complete them with files of its own.
 void SetAsideStepsAfter(const mpi::Comm& comm, const std::string& checkpoint_dir,
                         const std::optional<std::string>& resume_dir);
 
-// Collective. For a run that starts at step 0 and will save into `checkpoint_dir`: step folders
-// already there hold another run's checkpoints, which this run's saves would overwrite or mix
-// with. Refused (ConfigError on every rank, naming them and the newest) unless `start_over`, when
-// rank 0 deletes them (each logged) before the run saves anything.
+// Collective. For a run that starts at step 0 and will save into `checkpoint_dir`: takes the
+// folder's lock as SetAsideStepsAfter does; step folders already there hold another run's
+// checkpoints, which this run's saves would overwrite or mix with. Refused (ConfigError on every
+// rank, naming them and the newest) unless `start_over`, when rank 0 deletes them (each logged)
+// before the run saves anything.
 void PrepareFreshStart(const mpi::Comm& comm, const std::string& checkpoint_dir, bool start_over);
 
 struct RestoredState {
