@@ -56,7 +56,10 @@ void TakeLock(const std::string& dir) {
   if (held.count(key)) return;
   const std::string path = dir + "/" + kLockName;
   const int fd = posix::Open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  STOKER_CHECK(fd >= 0, IoError, "cannot open the lock file {}: {}", path, std::strerror(errno));
+  STOKER_CHECK(fd >= 0, IoError,
+               "cannot save into {}: its lock file {} cannot be created ({}); the folder must "
+               "be writable",
+               dir, path, std::strerror(errno));
   struct flock lock = {};
   lock.l_type = F_WRLCK;
   lock.l_whence = SEEK_SET;

@@ -48,6 +48,10 @@ std::vector<StepFolder> ListStepFolders(const std::string& checkpoint_dir,
 std::optional<StepFolder> NewestCompleteStep(const std::string& checkpoint_dir,
                                              const std::vector<std::string>& required_files = {});
 
+// Refuses (IoError, with both figures) a checkpoint folder whose file system has less free space
+// than the step folder `previous_step` takes: the next save would fail part way.
+void CheckRoomForAStep(const std::string& checkpoint_dir, const std::string& previous_step);
+
 void WriteCheckpointFile(const std::string& path, const RankCheckpoint& checkpoint);
 // Throws IoError (cannot read) or DataError (corrupt), naming the file.
 RankCheckpoint ReadCheckpointFile(const std::string& path);

@@ -34,6 +34,7 @@ void SetAsideStepsAfter(const mpi::Comm& comm, const std::string& checkpoint_dir
   LockCheckpointFolder(comm, checkpoint_dir);
   mpi::FailTogether(comm, [&] {
     if (comm.rank() != 0) return;
+    if (resume_dir) CheckRoomForAStep(checkpoint_dir, *resume_dir);
     const uint64_t resume_step = resume_dir ? DescribeStepFolder(*resume_dir).step : 0;
     for (const StepFolder& folder : ListStepFolders(checkpoint_dir)) {
       if (folder.step <= resume_step) continue;
@@ -77,7 +78,8 @@ void CheckIdentity(const OrderIdentity& saved, const OrderIdentity& now, const s
   if (differences.empty()) return;
   throw ConfigError(fmt::format(
       "checkpoint {} does not belong to this run; it was saved with another configuration "
-      "(only the weights may change at a resume):\n  {}",
+      "(the weights, the number of ranks and the batch size may change at a resume; these may "
+      "not):\n  {}",
       path, fmt::join(differences, "\n  ")));
 }
 

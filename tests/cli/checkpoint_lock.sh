@@ -3,7 +3,8 @@
 # saves into a folder; run B on the same folder (1 rank, --resume, and 2 ranks fresh) is refused
 # at start-up on every rank, naming the folder and A's host and pid, once, and touches nothing
 # (A's step folders are neither set aside nor deleted); A is then killed with SIGKILL, and run C
-# gets the lock at once (the kernel released it with A) and goes on from A's newest step.
+# gets the lock at once (the kernel released it with A) and goes on from A's newest step. A
+# folder that cannot be written or lacks the space of a step is refused at start-up.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
 source "$(dirname "$0")/../common/test_lib.sh"
@@ -66,3 +67,24 @@ timeout 60 "$STOKER" run "${common[@]}" --steps $((newest + 20)) --resume > "$wo
 grep -q "\"steps\":$((newest + 20))" "$work/c.out" || fail "run C: $(cat "$work/c.out")"
 grep -q "host $(hostname), pid " "$ckpt/.stoker-lock" || fail "C did not write the lock file"
 echo "ok: A killed with SIGKILL; C took the lock and went on from step $newest"
+
+# Storage problems are found at start-up, before the first step: a folder that cannot be
+# written (EROFS from the I/O seam: as root, permissions would not stop the write), and one with
+# less free space than its newest step takes (a sparse file of 1 TB in that step).
+expect_start_refused() {
+  local name=$1 pattern=$2 rc=0
+  shift 2
+  "$@" > "$work/d.out" 2>&1 || rc=$?
+  [ "$rc" = 1 ] && grep -q -F -- "$pattern" "$work/d.out" ||
+    fail "$name: exit $rc: $(cat "$work/d.out")"
+  ! grep -q '"steps"' "$work/d.out" || fail "$name: the run went on: $(cat "$work/d.out")"
+  echo "ok: $name: refused at start-up: $(grep -m1 -F -- "$pattern" "$work/d.out")"
+}
+expect_start_refused "a read-only checkpoint folder" "cannot save into $ckpt: its lock file" \
+  env STOKER_FAULTS="open:.stoker-lock:*:erofs" $MPIRUN -np 2 "$STOKER" run "${common[@]}" \
+  --steps $((newest + 40)) --resume
+newest=$("$STOKER" steps "$ckpt" --newest 2> /dev/null | cut -f1)
+truncate -s 1T "$ckpt/step-$newest/huge"
+expect_start_refused "a full file system" "less than the 1,099,51" \
+  "$STOKER" run "${common[@]}" --steps $((newest + 40)) --resume
+rm "$ckpt/step-$newest/huge"
