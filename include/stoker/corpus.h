@@ -20,14 +20,6 @@
 
 namespace stoker {
 
-// Where an array of a shard lies. When `direct` is true the array is stored contiguously,
-// unfiltered and little-endian at `byte_offset` in the file, and may be read with pread.
-struct ArrayLocation {
-  bool direct = false;
-  uint64_t byte_offset = 0;
-  bool operator==(const ArrayLocation&) const = default;
-};
-
 struct ShardInfo {
   std::string path;      // relative to the corpus root, e.g. "web/2024/part-00003.h5"
   uint32_t dataset = 0;  // index into CorpusTable::datasets
@@ -36,8 +28,6 @@ struct ShardInfo {
   uint64_t tokens = 0;  // length of /tokens
   TokenType token_type = TokenType::kUint32;
   bool offsets_signed = false;  // /doc_offsets is int64 rather than uint64
-  ArrayLocation tokens_at;
-  ArrayLocation offsets_at;
   std::optional<int64_t> vocab_size;
   std::optional<int64_t> eos_id;
   std::optional<int64_t> bos_id;

@@ -11,6 +11,8 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace stoker {
 
@@ -62,5 +64,11 @@ class InternalError : public Error {
  public:
   using Error::Error;
 };
+
+// Throws one ConfigError: `title`, then one "  - problem" line per problem. For checks that
+// collect every problem of a configuration before reporting: call it when `problems` is not
+// empty (libstoker).
+[[noreturn]] void ThrowConfigProblems(std::string_view title,
+                                      const std::vector<std::string>& problems);
 
 }  // namespace stoker

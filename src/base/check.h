@@ -8,26 +8,16 @@
 // the source location. It is never compiled out: the checks are cheap and a silent corruption of
 // a training run costs more than a branch.
 //
-// ThrowConfigProblems is how a Validate() reports every problem of a configuration at once.
+// ThrowConfigProblems (stoker/error.h) is how a Validate() reports every problem of a
+// configuration at once.
 // Everything here is thread safe (nothing is shared).
 #pragma once
 
 #include <fmt/format.h>
 
 #include <string>
-#include <string_view>
-#include <vector>
 
 #include "stoker/error.h"
-
-namespace stoker {
-
-// Throws one ConfigError: `title`, then one "  - problem" line per problem. For Validate()
-// methods that collect every problem before reporting: call it when `problems` is not empty.
-[[noreturn]] void ThrowConfigProblems(std::string_view title,
-                                      const std::vector<std::string>& problems);
-
-}  // namespace stoker
 
 namespace stoker::internal {
 

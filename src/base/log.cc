@@ -1,4 +1,4 @@
-#include "base/log.h"
+#include "stoker/log.h"
 
 #include <spdlog/sinks/stdout_sinks.h>
 

@@ -1,17 +1,5 @@
-// Rank-aware logging on top of spdlog.
-//
-// InitLogging installs the default spdlog logger: plain text on stderr (no colour codes: under
-// mpirun every rank's stderr is a pipe or a terminal shared by all ranks), every line carrying
-// the rank. Rank 0 logs at `level`; other ranks log warnings and errors only, so that a job of a
-// thousand ranks prints its progress once and its problems wherever they happen.
-//
-// Call it once per process, after the rank is known. Thread safe afterwards (spdlog's _mt sink).
+// Logging is set up through the public stoker/log.h (spdlog with the rank in every line); the
+// code of src/ logs with spdlog directly.
 #pragma once
 
-#include <spdlog/spdlog.h>
-
-namespace stoker {
-
-void InitLogging(int rank, spdlog::level::level_enum level = spdlog::level::info);
-
-}  // namespace stoker
+#include "stoker/log.h"

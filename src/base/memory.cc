@@ -1,4 +1,4 @@
-#include "base/memory.h"
+#include "stoker/memory.h"
 
 #include <fmt/format.h>
 #include <sys/resource.h>

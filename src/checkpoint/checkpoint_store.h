@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "core/checkpoint_codec.h"
+#include "stoker/checkpoint.h"  // StepFolderName
 
 namespace stoker {
 
 std::string CheckpointFileName(uint64_t rank, uint64_t world);
-std::string StepFolderName(uint64_t step);  // "step-<N>"
 // step_dir/loader/rank-...-of-....ckpt
 std::string CheckpointPath(const std::string& step_dir, uint64_t rank, uint64_t world);
 

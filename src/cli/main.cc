@@ -13,9 +13,9 @@
 
 #include "base/log.h"
 #include "cli/commands.h"
-#include "cli/number_options.h"
 #include "mpi/comm.h"
 #include "stoker/error.h"
+#include "stoker/number_options.h"
 
 namespace {
 
@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
         stoker::cli::SetupSteps(app),   stoker::cli::SetupAudit(app)};
     app.formatter(std::make_shared<SummaryFormatter>());
     app.footer("stoker SUBCOMMAND --help explains a subcommand and its options.");
-    stoker::cli::CheckUnsignedOptions(&app);
+    stoker::CheckUnsignedOptions(&app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

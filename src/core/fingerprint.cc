@@ -1,4 +1,4 @@
-#include "core/fingerprint.h"
+#include "stoker/fingerprint.h"
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t by value
 #include <xxhash.h>

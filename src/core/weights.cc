@@ -1,4 +1,4 @@
-#include "core/weights.h"
+#include "stoker/weights.h"
 
 #include <charconv>
 #include <cmath>

@@ -70,7 +70,7 @@ Loader::Impl::Impl(MPI_Comm comm, const LoaderConfig& config)
       config_(config),
       setup_(SetUpLoader(comm_, config_)),
       delivered_(StartingState()),
-      pool_(setup_.table, config_.max_open_files),
+      pool_(setup_.table, setup_.arrays, config_.max_open_files),
       index_(setup_.table, &pool_, config_.offset_cache_bytes),
       reader_(&pool_, setup_.eos_id, setup_.bos_id),
       planner_(setup_.planner, delivered_,
@@ -188,6 +188,10 @@ std::optional<Batch> Loader::Next() { return impl_->Next(); }
 void Loader::Save(const std::string& step_dir) { impl_->Save(step_dir); }
 void Loader::WaitForSave() { impl_->WaitForSave(); }
 uint64_t Loader::step() const { return impl_->delivered().step; }
+
+std::optional<uint64_t> StepFolderWorld(const std::string& step_dir) {
+  return DescribeStepFolder(step_dir).world;
+}
 
 std::optional<std::string> Loader::FindResumeStep(MPI_Comm comm, const std::string& checkpoint_dir,
                                                   const std::vector<std::string>& required_files) {

@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "base/check.h"
-#include "base/memory.h"
 #include "shard/discovery.h"
+#include "stoker/memory.h"
 
 namespace stoker {
 
@@ -209,7 +209,7 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, const LoaderConfig& config) {
     if (auto problems = config.Problems(); !problems.empty()) Refuse(problems);
   });
   LoaderSetup setup;
-  setup.table = DiscoverCorpus(comm, config.data);
+  setup.table = DiscoverCorpus(comm, config.data, &setup.arrays);
   const auto ranks_on_node = static_cast<uint64_t>(comm.RanksOnThisNode());
   mpi::FailTogether(comm, [&] {
     CheckMemory(config, static_cast<uint64_t>(comm.size()), setup.table.datasets.size(),

@@ -9,12 +9,14 @@
 
 #include "core/row_planner.h"
 #include "mpi/comm.h"
+#include "shard/array_locations.h"
 #include "stoker/loader.h"
 
 namespace stoker {
 
 struct LoaderSetup {
   CorpusTable table;
+  std::vector<ArrayLocations> arrays;  // where each shard's arrays lie, in table.shards order
   std::vector<double> weights;  // normalized, corpus order
   int64_t eos_id = 0;
   std::optional<int64_t> bos_id;

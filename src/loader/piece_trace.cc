@@ -149,6 +149,11 @@ void OpenPieceTrace(const mpi::Comm& comm, const std::string& trace_dir, uint64_
                     [&] { writer->emplace(trace_dir, start_step, comm.rank(), comm.size()); });
 }
 
+void OpenPieceTrace(MPI_Comm comm, const std::string& trace_dir, uint64_t start_step,
+                    std::optional<PieceTraceWriter>* writer) {
+  OpenPieceTrace(mpi::Comm(comm), trace_dir, start_step, writer);
+}
+
 void PrepareTraceDir(const std::string& trace_dir, uint64_t start_step) {
   std::error_code ec;
   fs::create_directories(trace_dir, ec);

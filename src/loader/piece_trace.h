@@ -1,15 +1,5 @@
-// Piece traces: what every rank was handed, step by step, written as it is delivered, so that a
-// run (or a chain of runs resumed from checkpoints, on any rank counts) can be audited afterwards
-// for tokens lost or repeated (`stoker audit`, docs/operations.md).
-//
-//   TRACE_DIR/from-<S>/rank-<r>-of-<W>.trace
-//
-// S is the global step the run started from (0, or the step it resumed), W its world size. A
-// trace file is a sequence of records of six little-endian uint64:
-//   step, dataset, document, epoch, first framed position, count
-// (one record per DocPiece of the batch of that step, in row order). Each batch's records are
-// written with write(2) before the batch is used, so a run killed at any moment leaves the records
-// of every batch it was handed (possibly the last one in part, which the reader drops).
+// Piece traces, the internal side of stoker/trace.h (the writer and the layout are public): the
+// preparation of the trace folder and the reading of every run for `stoker audit`.
 //
 // A run that starts from step S supersedes every earlier run's steps after S (they are replayed):
 // PrepareTraceDir removes the folders from-<S'> with S' >= S before the run writes its own. The
@@ -18,7 +8,7 @@
 // Records are written in the host's byte order; stoker runs on little-endian hosts only
 // (docs/format.md). The format is documented in docs/format.md ("Piece traces").
 //
-// OpenPieceTrace is collective; the rest is not. The writer is used by one thread.
+// OpenPieceTrace is collective; the rest is not.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +19,7 @@
 #include "core/piece_audit.h"  // TraceRecord, TraceRun
 #include "mpi/comm.h"
 #include "stoker/loader.h"
+#include "stoker/trace.h"
 
 namespace stoker {
 
@@ -36,25 +27,7 @@ namespace stoker {
 // (rank 0), then make the other ranks wait (a barrier) before they open their writers.
 void PrepareTraceDir(const std::string& trace_dir, uint64_t start_step);
 
-class PieceTraceWriter {
- public:
-  // Creates TRACE_DIR/from-<start_step>/rank-<rank>-of-<world>.trace afresh. Throws IoError.
-  PieceTraceWriter(const std::string& trace_dir, uint64_t start_step, int rank, int world);
-  ~PieceTraceWriter();
-  PieceTraceWriter(const PieceTraceWriter&) = delete;
-  PieceTraceWriter& operator=(const PieceTraceWriter&) = delete;
-
-  // Appends the records of `batch` (its step and pieces). Throws IoError naming the file.
-  void Write(const Batch& batch);
-
- private:
-  std::string path_;
-  int fd_ = -1;
-  std::vector<uint64_t> buffer_;  // one batch's records, reused
-};
-
-// Collective over `comm`: rank 0 prepares TRACE_DIR for a run from `start_step`, then every rank
-// opens its writer into `writer`; a failure on any rank fails all of them together.
+// Collective over `comm`: stoker/trace.h's OpenPieceTrace on stoker's own communicator.
 void OpenPieceTrace(const mpi::Comm& comm, const std::string& trace_dir, uint64_t start_step,
                     std::optional<PieceTraceWriter>* writer);
 

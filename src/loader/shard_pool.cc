@@ -14,18 +14,20 @@ constexpr char kMustNotChange[] =
 
 }  // namespace
 
-ShardPool::ShardPool(const CorpusTable& table, uint32_t max_open)
-    : table_(table), max_open_(std::max<uint32_t>(1, max_open)) {}
+ShardPool::ShardPool(const CorpusTable& table, const std::vector<ArrayLocations>& arrays,
+                     uint32_t max_open)
+    : table_(table), arrays_(arrays), max_open_(std::max<uint32_t>(1, max_open)) {}
 
 ShardReader& ShardPool::Get(uint32_t file) {
   if (auto it = index_.find(file); it != index_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second);
     return *lru_.front().second;
   }
-  STOKER_ASSERT(file < table_.shards.size(), "file {} of {}", file, table_.shards.size());
+  STOKER_ASSERT(file < table_.shards.size() && file < arrays_.size(), "file {} of {} ({} located)",
+                file, table_.shards.size(), arrays_.size());
   const ShardInfo& shard = table_.shards[file];
   auto reader = std::make_unique<ShardReader>(
-      table_.root, shard,
+      table_.root, shard, arrays_[file],
       shard.dataset < table_.datasets.size() ? table_.datasets[shard.dataset].name : "");
   CheckUnchanged(*reader, file);
   if (lru_.size() >= max_open_) {

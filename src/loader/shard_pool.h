@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "shard/shard_reader.h"
 #include "stoker/corpus.h"
@@ -30,8 +31,9 @@ namespace stoker {
 
 class ShardPool {
  public:
-  // `table` must outlive the pool.
-  ShardPool(const CorpusTable& table, uint32_t max_open);
+  // `table` and `arrays` (where discovery found each shard's arrays, in table order) must
+  // outlive the pool.
+  ShardPool(const CorpusTable& table, const std::vector<ArrayLocations>& arrays, uint32_t max_open);
 
   // The open reader of table row `file`, opening (and checking) it if needed. Throws IoError
   // (cannot open or stat) or DataError (changed since discovery), naming the file.
@@ -42,6 +44,7 @@ class ShardPool {
   void CheckUnchanged(ShardReader& reader, uint32_t file);
 
   const CorpusTable& table_;
+  const std::vector<ArrayLocations>& arrays_;
   uint32_t max_open_;
   std::list<std::pair<uint32_t, std::unique_ptr<ShardReader>>> lru_;  // most recent first
   std::unordered_map<uint32_t, decltype(lru_)::iterator> index_;

@@ -8,6 +8,7 @@
 #include "base/bytes.h"
 #include "base/check.h"
 #include "base/log.h"
+#include "stoker/collective.h"
 
 namespace stoker::mpi {
 
@@ -274,3 +275,21 @@ int RunProgram(const Comm& world, const std::function<int()>& body) {
 }
 
 }  // namespace stoker::mpi
+
+namespace stoker {
+
+// The public calls of stoker/collective.h, on a duplicate of the caller's communicator.
+
+void FailTogether(MPI_Comm comm, const std::function<void()>& local) {
+  mpi::FailTogether(mpi::Comm(comm), local);
+}
+
+void BroadcastBytes(MPI_Comm comm, std::string* bytes, int root) {
+  mpi::Comm(comm).Broadcast(bytes, root);
+}
+
+int RunProgram(MPI_Comm world, const std::function<int()>& body) {
+  return mpi::RunProgram(mpi::Comm(world), body);
+}
+
+}  // namespace stoker

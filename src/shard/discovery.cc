@@ -4,10 +4,10 @@
 
 #include "base/bytes.h"
 #include "base/check.h"
-#include "core/fingerprint.h"
 #include "core/token_type.h"
 #include "h5/h5.h"
 #include "shard/corpus_listing.h"
+#include "stoker/fingerprint.h"
 
 namespace stoker {
 
@@ -35,7 +35,7 @@ void EncodeCheck(const ShardCheck& check, ByteWriter* out) {
     out->Put(s.tokens);
     out->Put(static_cast<uint8_t>(s.token_type));
     out->Put<uint8_t>(s.offsets_signed);
-    for (const auto& at : {s.tokens_at, s.offsets_at}) {
+    for (const auto& at : {check.arrays.tokens, check.arrays.offsets}) {
       out->Put<uint8_t>(at.direct);
       out->Put(at.byte_offset);
     }
@@ -60,7 +60,7 @@ ShardCheck DecodeCheck(ByteReader* in) {
     s.tokens = in->Get<uint64_t>();
     s.token_type = static_cast<TokenType>(in->Get<uint8_t>());
     s.offsets_signed = in->Get<uint8_t>() != 0;
-    for (ArrayLocation* at : {&s.tokens_at, &s.offsets_at}) {
+    for (ArrayLocation* at : {&check.arrays.tokens, &check.arrays.offsets}) {
       at->direct = in->Get<uint8_t>() != 0;
       at->byte_offset = in->Get<uint64_t>();
     }
@@ -152,7 +152,8 @@ void FinishTable(CorpusTable* table) {
   table->fingerprint = fp.Hex();
 }
 
-CorpusScan ScanCorpus(const mpi::Comm& comm, const std::string& root) {
+CorpusScan ScanCorpus(const mpi::Comm& comm, const std::string& root,
+                      std::vector<ArrayLocations>* arrays) {
   std::string listing_bytes;
   mpi::FailTogether(comm, [&] {
     if (comm.rank() != 0) return;
@@ -182,6 +183,7 @@ CorpusScan ScanCorpus(const mpi::Comm& comm, const std::string& root) {
 
   CorpusScan scan;
   scan.table.root = root;
+  if (arrays) arrays->clear();
   scan.problems = std::move(listing.problems);
   if (listing.datasets.empty()) {
     scan.problems.push_back({"", "", std::nullopt, "the corpus has no datasets (no subfolders)"});
@@ -200,6 +202,7 @@ CorpusScan ScanCorpus(const mpi::Comm& comm, const std::string& root) {
       if (!check.info) continue;
       check.info->dataset = static_cast<uint32_t>(scan.table.datasets.size());
       scan.table.shards.push_back(std::move(*check.info));
+      if (arrays) arrays->push_back(check.arrays);
     }
     dataset.num_shards = static_cast<uint32_t>(scan.table.shards.size()) - dataset.first_shard;
     if (dataset.num_shards > 0) scan.table.datasets.push_back(std::move(dataset));
@@ -208,8 +211,9 @@ CorpusScan ScanCorpus(const mpi::Comm& comm, const std::string& root) {
   return scan;
 }
 
-CorpusTable DiscoverCorpus(const mpi::Comm& comm, const std::string& root) {
-  CorpusScan scan = ScanCorpus(comm, root);
+CorpusTable DiscoverCorpus(const mpi::Comm& comm, const std::string& root,
+                           std::vector<ArrayLocations>* arrays) {
+  CorpusScan scan = ScanCorpus(comm, root, arrays);
   if (scan.problems.empty()) return std::move(scan.table);
   std::string message = fmt::format("corpus {} is not usable:", root);
   constexpr size_t kShown = 20;

@@ -16,9 +16,12 @@
 
 namespace stoker {
 
-// Collective over `comm`.
-CorpusScan ScanCorpus(const mpi::Comm& comm, const std::string& root);
-CorpusTable DiscoverCorpus(const mpi::Comm& comm, const std::string& root);
+// Collective over `comm`. With `arrays`, also where each shard's arrays lie: (*arrays)[i] for
+// table.shards[i], what ShardReader needs to read them with pread.
+CorpusScan ScanCorpus(const mpi::Comm& comm, const std::string& root,
+                      std::vector<ArrayLocations>* arrays = nullptr);
+CorpusTable DiscoverCorpus(const mpi::Comm& comm, const std::string& root,
+                           std::vector<ArrayLocations>* arrays = nullptr);
 
 // Fills the per-dataset totals and the fingerprint from the datasets' names and the shards.
 void FinishTable(CorpusTable* table);

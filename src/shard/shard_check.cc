@@ -63,6 +63,9 @@ class ShardChecker {
  public:
   ShardChecker(const std::string& rel_path, ShardCheck* out) : rel_(rel_path), out_(out) {}
 
+  // Where the arrays lie, filled in as they are described.
+  ArrayLocations& arrays() { return out_->arrays; }
+
   void Add(std::string object, std::string message, std::optional<uint64_t> index = {}) {
     out_->problems.push_back({rel_, std::move(object), index, std::move(message)});
   }
@@ -166,7 +169,7 @@ std::optional<h5::ArrayInfo> DescribeTokens(const h5::File& file, ShardChecker* 
   auto tokens = checker->DescribeArray(file, "/tokens");
   if (!tokens) return std::nullopt;
   s->tokens = tokens->length;
-  s->tokens_at = LocationOf(*tokens);
+  checker->arrays().tokens = LocationOf(*tokens);
   // HDF5 allows integers of any size (e.g. 3 bytes); the format allows 1, 2, 4 or 8.
   const auto type = TokenTypeFrom(tokens->element_size, tokens->is_signed);
   if (type) {
@@ -196,9 +199,9 @@ bool DescribeOffsets(const OpenShard& shard, const std::optional<h5::ArrayInfo>&
   }
   s->docs = offsets->length - 1;
   s->offsets_signed = offsets->is_signed;
-  s->offsets_at = LocationOf(*offsets);
-  const auto first = ReadOffset(shard, s->offsets_at, 0, checker);
-  const auto last = ReadOffset(shard, s->offsets_at, s->docs, checker);
+  const ArrayLocation& at = checker->arrays().offsets = LocationOf(*offsets);
+  const auto first = ReadOffset(shard, at, 0, checker);
+  const auto last = ReadOffset(shard, at, s->docs, checker);
   if (!first || !last) return false;
   if (*first != 0) checker->Add("/doc_offsets", fmt::format("starts at {}, not 0", *first), 0);
   if (tokens && static_cast<uint64_t>(*last) != tokens->length) {
@@ -274,6 +277,10 @@ bool DescribeHdf5(const std::string& path, int fd, ShardChecker* checker, ShardI
 }
 
 }  // namespace
+
+ArrayLocations LocateArrays(const h5::File& file) {
+  return {LocationOf(file.Describe("/tokens")), LocationOf(file.Describe("/doc_offsets"))};
+}
 
 ShardCheck DescribeShard(const std::string& root, const std::string& rel_path, uint32_t dataset) {
   ShardCheck check;

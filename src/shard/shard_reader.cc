@@ -11,6 +11,7 @@
 #include "core/token_type.h"
 #include "os/files.h"
 #include "os/posix_io.h"
+#include "shard/shard_check.h"
 
 namespace stoker {
 
@@ -31,12 +32,19 @@ void CheckTokenRange(const std::string& path, const ShardInfo& shard, uint64_t s
 
 }  // namespace
 
-ShardReader::ShardReader(const std::string& root, const ShardInfo& shard, std::string_view dataset)
+ShardReader::ShardReader(const std::string& root, const ShardInfo& shard,
+                         const ArrayLocations& arrays, std::string_view dataset)
     : shard_(shard),
+      arrays_(arrays),
       path_(root + "/" + shard.path),
       where_(dataset.empty() ? path_ : fmt::format("{} (dataset {})", path_, dataset)) {
   fd_ = posix::Open(path_, O_RDONLY | O_CLOEXEC);
   STOKER_CHECK(fd_ >= 0, IoError, "{}: cannot open (open): {}", where_, std::strerror(errno));
+}
+
+ShardReader::ShardReader(const std::string& root, const ShardInfo& shard, std::string_view dataset)
+    : ShardReader(root, shard, ArrayLocations{}, dataset) {
+  arrays_ = LocateArrays(Hdf5File());
 }
 
 ShardReader::Stamp ShardReader::Stat() const {
@@ -74,8 +82,8 @@ void ShardReader::ReadTokensRaw(uint64_t start, uint64_t count, void* out) {
   if (count == 0) return;
   CheckTokenRange(path_, shard_, start, count);
   const uint64_t width = TokenTypeSize(shard_.token_type);
-  if (shard_.tokens_at.direct) {
-    Pread(shard_.tokens_at.byte_offset + start * width, count * width, out, "/tokens", start);
+  if (arrays_.tokens.direct) {
+    Pread(arrays_.tokens.byte_offset + start * width, count * width, out, "/tokens", start);
     return;
   }
   Hdf5File().ReadRaw("/tokens", start, count, out);
@@ -100,8 +108,8 @@ void ShardReader::ReadOffsets(uint64_t start, uint64_t count, uint64_t* out) {
   STOKER_CHECK(count <= entries && start <= entries - count, DataError,
                "{}: reading {} entries from /doc_offsets[{}] goes beyond its {} entries", path_,
                count, start, entries);
-  if (shard_.offsets_at.direct) {
-    Pread(shard_.offsets_at.byte_offset + start * 8, count * 8, out, "/doc_offsets", start);
+  if (arrays_.offsets.direct) {
+    Pread(arrays_.offsets.byte_offset + start * 8, count * 8, out, "/doc_offsets", start);
     return;
   }
   Hdf5File().ReadRaw("/doc_offsets", start, count, out);

@@ -23,15 +23,21 @@
 #include <vector>
 
 #include "h5/h5.h"
+#include "shard/array_locations.h"
 #include "stoker/corpus.h"
 
 namespace stoker {
 
 class ShardReader {
  public:
-  // `root` is the corpus folder, `shard` a row of its table, `dataset` its dataset's name (for
-  // messages; may be empty). The file is opened here: IoError naming the file if it is gone. One
-  // read only through HDF5 is opened by HDF5 at its first read (Hdf5Error then).
+  // `root` is the corpus folder, `shard` a row of its table, `arrays` where discovery found its
+  // arrays (shard/discovery.h), `dataset` its dataset's name (for messages; may be empty). The
+  // file is opened here: IoError naming the file if it is gone. One read only through HDF5 is
+  // opened by HDF5 at its first read (Hdf5Error then).
+  ShardReader(const std::string& root, const ShardInfo& shard, const ArrayLocations& arrays,
+              std::string_view dataset = {});
+  // Without discovery's locations: HDF5 opens the file here and tells where the arrays lie (an
+  // HDF5 open more per reader; for tools that read each shard once).
   ShardReader(const std::string& root, const ShardInfo& shard, std::string_view dataset = {});
   ShardReader(const ShardReader&) = delete;
   ShardReader& operator=(const ShardReader&) = delete;
@@ -55,6 +61,7 @@ class ShardReader {
   Stamp Stat() const;
 
   const ShardInfo& shard() const { return shard_; }
+  const ArrayLocations& arrays() const { return arrays_; }
   const std::string& path() const { return path_; }
   // "PATH (dataset NAME)" or PATH, for messages.
   const std::string& where() const { return where_; }
@@ -64,6 +71,7 @@ class ShardReader {
   const h5::File& Hdf5File();
 
   ShardInfo shard_;
+  ArrayLocations arrays_;
   std::string path_;
   std::string where_;
   int fd_ = -1;

@@ -11,11 +11,11 @@
 
 #include "base/bytes.h"
 #include "base/check.h"
-#include "base/memory.h"
 #include "base/text_table.h"
 #include "core/token_type.h"
 #include "shard/discovery.h"
 #include "shard/shard_reader.h"
+#include "stoker/memory.h"
 
 namespace stoker {
 
@@ -53,8 +53,9 @@ constexpr uint64_t kIdLimit = uint64_t{1} << 63;
 // Streams one shard's arrays block by block and records what is wrong with them.
 class ContentChecker {
  public:
-  ContentChecker(const std::string& root, const ShardInfo& shard, uint64_t block)
-      : reader_(root, shard), shard_(shard), block_(std::max<uint64_t>(block, 1)) {
+  ContentChecker(const std::string& root, const ShardInfo& shard, const ArrayLocations& arrays,
+                 uint64_t block)
+      : reader_(root, shard, arrays), shard_(shard), block_(std::max<uint64_t>(block, 1)) {
     if (shard.vocab_size) {
       vocab_ = static_cast<uint64_t>(*shard.vocab_size);  // discovery: in [1, 2^63 - 1]
     } else if (shard.token_type == TokenType::kUint64) {
@@ -230,12 +231,13 @@ std::string VerifyReport::Summary(double seconds) const {
 }
 
 std::vector<Problem> VerifyShardContents(const std::string& root, const ShardInfo& shard,
+                                         const ArrayLocations& arrays,
                                          const VerifyOptions& options) {
   std::vector<Problem> problems;
   CheckSpecialIds(shard, &problems);
   std::optional<ContentChecker> checker;
   try {
-    checker.emplace(root, shard, options.block_elements);
+    checker.emplace(root, shard, arrays, options.block_elements);
     checker->CheckOffsets();
     checker->CheckTokens();
   } catch (const InternalError&) {
@@ -262,14 +264,16 @@ VerifyReport VerifyCorpus(const mpi::Comm& comm, const std::string& root,
                  options.block_elements, FormatBytes(bytes),
                  FormatBytes(static_cast<double>(budget.bytes)), budget.why);
   });
-  const CorpusScan scan = ScanCorpus(comm, root);
+  std::vector<ArrayLocations> arrays;
+  const CorpusScan scan = ScanCorpus(comm, root, &arrays);
   const std::vector<ShardInfo>& shards = scan.table.shards;
   VerifyReport report = ReportFromScan(scan);
 
   std::vector<Problem> mine;
   mpi::FailTogether(comm, [&] {
     for (size_t i = comm.rank(); i < shards.size(); i += comm.size()) {
-      for (auto& p : VerifyShardContents(root, shards[i], options)) mine.push_back(std::move(p));
+      for (auto& p : VerifyShardContents(root, shards[i], arrays[i], options))
+        mine.push_back(std::move(p));
     }
   });
   ByteWriter out;

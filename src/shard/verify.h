@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "mpi/comm.h"
+#include "shard/array_locations.h"
 #include "stoker/corpus.h"
 
 namespace stoker {
@@ -58,9 +59,11 @@ VerifyReport VerifyCorpus(const mpi::Comm& comm, const std::string& root,
                           const VerifyOptions& options = {});
 
 // Not collective. Reads the arrays of one shard that passed the metadata checks (a row of a scanned
-// table) and returns what is wrong with them and with its eos_id / bos_id attributes. A file that
-// cannot be read (gone, truncated since the scan, an HDF5 read error) becomes a problem too.
+// table, at the `arrays` the scan found) and returns what is wrong with them and with its eos_id /
+// bos_id attributes. A file that cannot be read (gone, truncated since the scan, an HDF5 read
+// error) becomes a problem too.
 std::vector<Problem> VerifyShardContents(const std::string& root, const ShardInfo& shard,
+                                         const ArrayLocations& arrays,
                                          const VerifyOptions& options = {});
 
 }  // namespace stoker

@@ -21,9 +21,9 @@ constexpr size_t kMinWord = LengthHistogram::kBuckets + 2;
 constexpr size_t kMaxWord = LengthHistogram::kBuckets + 3;
 
 // Adds the lengths of one shard's documents to `lengths`, reading its offsets in blocks.
-void AddDocumentLengths(const std::string& root, const ShardInfo& shard, uint64_t block,
-                        LengthHistogram* lengths) {
-  ShardReader reader(root, shard);
+void AddDocumentLengths(const std::string& root, const ShardInfo& shard,
+                        const ArrayLocations& arrays, uint64_t block, LengthHistogram* lengths) {
+  ShardReader reader(root, shard, arrays);
   uint64_t previous = 0;
   ForEachOffset(reader, block, [&](uint64_t index, uint64_t offset) {
     STOKER_CHECK(offset >= previous && offset <= shard.tokens, DataError,
@@ -130,12 +130,13 @@ std::vector<std::string> Row(const std::string& name, uint64_t files, uint64_t d
 // Pads the columns: those in `left` left-aligned, the others right-aligned.
 CorpusStats CollectCorpusStats(const mpi::Comm& comm, const std::string& root,
                                uint64_t block_elements) {
-  const CorpusTable table = DiscoverCorpus(comm, root);
+  std::vector<ArrayLocations> arrays;
+  const CorpusTable table = DiscoverCorpus(comm, root, &arrays);
   std::vector<LengthHistogram> histograms(table.datasets.size());
   mpi::FailTogether(comm, [&] {
     for (size_t i = comm.rank(); i < table.shards.size(); i += comm.size()) {
       const ShardInfo& shard = table.shards[i];
-      AddDocumentLengths(root, shard, block_elements, &histograms[shard.dataset]);
+      AddDocumentLengths(root, shard, arrays[i], block_elements, &histograms[shard.dataset]);
     }
   });
   MergeAcrossRanks(comm, &histograms);

@@ -2,14 +2,18 @@
 // TrainOptions; runs under mpirun or srun, one process per rank.
 //
 // Errors: an error all ranks raised together is printed once by rank 0 and every rank exits 1;
-// any other error is printed by the rank that saw it, which then ends the job with MPI_Abort.
+// any other error is printed by the rank that saw it, which then ends the job with MPI_Abort
+// (stoker/collective.h). A --result file that cannot be written: exit 2, before training.
+//
+// Built on stoker's public headers only (include/stoker/), as a trainer of one's own would be.
+#include <mpi.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "base/log.h"
-#include "cli/number_options.h"
-#include "mpi/comm.h"
-#include "stoker/error.h"
+#include "stoker/collective.h"
+#include "stoker/log.h"
+#include "stoker/number_options.h"
 #include "train/trainer.h"
 
 namespace {
@@ -82,16 +86,34 @@ void BindRun(CLI::App& app, TrainOptions& o) {
   app.add_option("--log-every", o.log_every,
                  "Log step, loss, tokens/s and data-wait share every K steps (0: never)")
       ->capture_default_str();
+  app.add_option("--result", o.result_file,
+                 "Also write the JSON object of the summary line into FILE (rank 0, atomically: "
+                 "temporary file and rename), also when a signal stopped the run early; job "
+                 "scripts read stopped_early and end_step from it. A FILE that cannot be written "
+                 "is an error before training (exit 2)");
 }
+
+// MPI for the process: initialized here (one thread calls MPI), finalized at the end.
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv) {
+    int provided = 0;
+    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  }
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+  ~MpiSession() { MPI_Finalize(); }
+};
 
 }  // namespace
 
 int main(int argc, char** argv) {
   stoker::train::InstallStopHandlers();
-  stoker::mpi::Session session(&argc, &argv);
+  MpiSession session(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int exit_code = 0;
   {
-    stoker::mpi::Comm world(MPI_COMM_WORLD);
     CLI::App app{
         "stoker-train: an example data-parallel trainer on the stoker loader. A tiny causal "
         "language model trains on the CPU; every rank reads its own batches from the loader and "
@@ -104,16 +126,16 @@ int main(int argc, char** argv) {
     BindData(app, options);
     BindModel(app, options);
     BindRun(app, options);
-    stoker::cli::CheckUnsignedOptions(&app);
+    stoker::CheckUnsignedOptions(&app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-      if (world.rank() == 0) return app.exit(e);
+      if (rank == 0) return app.exit(e);
       return e.get_exit_code();
     }
-    stoker::InitLogging(world.rank());
-    exit_code =
-        stoker::mpi::RunProgram(world, [&] { return stoker::train::RunTraining(options, world); });
+    stoker::InitLogging(rank);
+    exit_code = stoker::RunProgram(
+        MPI_COMM_WORLD, [&] { return stoker::train::RunTraining(options, MPI_COMM_WORLD); });
     std::fflush(stdout);
   }
   return exit_code;

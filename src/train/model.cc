@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "base/memory.h"
+#include "stoker/memory.h"
 
 namespace stoker::train {
 

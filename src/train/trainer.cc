@@ -1,22 +1,24 @@
 #include "train/trainer.h"
 
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <deque>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
 
-#include "base/check.h"
-#include "base/log.h"
-#include "checkpoint/checkpoint_store.h"
-#include "cli/json_text.h"
-#include "core/weights.h"
-#include "loader/piece_trace.h"
+#include "stoker/checkpoint.h"
+#include "stoker/collective.h"
+#include "stoker/error.h"
+#include "stoker/files.h"
 #include "stoker/torch.h"
+#include "stoker/trace.h"
+#include "stoker/weights.h"
 #include "train/model.h"
 #include "train/trainer_checkpoint.h"
 
@@ -44,13 +46,66 @@ double Mean(const std::deque<double>& values) {
   return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
 }
 
+int RankIn(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  return rank;
+}
+
+int SizeOf(MPI_Comm comm) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  return size;
+}
+
+// Collective: the ranks of `comm` that share this rank's node (its memory), this one included.
+int RanksOnThisNode(MPI_Comm comm) {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int ranks = 1;
+  MPI_Comm_size(node, &ranks);
+  MPI_Comm_free(&node);
+  return ranks;
+}
+
+// Collective: every rank's model checksum (32 hex digits, ModelChecksum), indexed by rank.
+std::vector<std::string> AllChecksums(MPI_Comm comm, int ranks, const std::string& mine) {
+  constexpr int kDigits = 32;
+  if (mine.size() != kDigits) {
+    throw InternalError(fmt::format("a model checksum of {} digits, not {}", mine.size(), kDigits));
+  }
+  std::string all(static_cast<size_t>(kDigits) * ranks, '\0');
+  MPI_Allgather(mine.data(), kDigits, MPI_CHAR, all.data(), kDigits, MPI_CHAR, comm);
+  std::vector<std::string> checksums;
+  for (int r = 0; r < ranks; ++r) checksums.push_back(all.substr(r * kDigits, kDigits));
+  return checksums;
+}
+
+// The text of the summary: names from the file system need not be UTF-8 (a resume folder in
+// Latin-1, say), and such bytes become U+FFFD so that the line is always valid JSON.
+std::string JsonText(const nlohmann::json& value) {
+  return value.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
+}
+
+// Rank 0 only: throws IoError naming `path` unless a file can be written beside it atomically
+// (its folder made, a file created and renamed), leaving nothing behind but the folder.
+void CheckWritable(const std::string& path) {
+  try {
+    if (std::filesystem::is_directory(path)) throw IoError("it is a folder");
+    WriteFileAtomically(path + ".probe", "");
+    std::filesystem::remove(path + ".probe");
+  } catch (const std::exception& e) {
+    throw IoError(fmt::format("--result {} cannot be written: {}", path, e.what()));
+  }
+}
+
 class Trainer {
  public:
-  Trainer(const TrainOptions& options, const mpi::Comm& world);
+  Trainer(const TrainOptions& options, MPI_Comm world);
   int Run();
 
  private:
-  static LoaderConfig ResumeConfig(const TrainOptions& options, const mpi::Comm& world);
+  static LoaderConfig ResumeConfig(const TrainOptions& options, MPI_Comm world);
   // The model's shape, checked on every rank together. Also seeds libtorch's generator with
   // --seed, so the initial weights depend on nothing else (it runs right before the model is
   // built).
@@ -63,10 +118,12 @@ class Trainer {
   float AverageGradients(float loss, bool* stop);
   void Save();
   void LogProgress();
+  nlohmann::json Summary(double seconds, double wait_share, const std::string& checksum) const;
   void Report();
 
   const TrainOptions& options_;
-  const mpi::Comm& world_;
+  MPI_Comm world_;
+  int rank_ = 0, size_ = 1;
   LoaderConfig config_;
   Loader loader_;
   TinyLm model_;
@@ -83,17 +140,18 @@ class Trainer {
   std::deque<double> first_losses_, last_losses_;
 };
 
-LoaderConfig Trainer::ResumeConfig(const TrainOptions& options, const mpi::Comm& world) {
+LoaderConfig Trainer::ResumeConfig(const TrainOptions& options, MPI_Comm world) {
   LoaderConfig config = options.loader;
-  mpi::FailTogether(world, [&] {
+  FailTogether(world, [&] {
     config.weights = ParseWeights(options.weights);
-    STOKER_CHECK(!options.checkpoint_dir.empty() || !options.resume, ConfigError,
-                 "--resume needs --checkpoint-dir");
+    if (options.resume && options.checkpoint_dir.empty()) {
+      throw ConfigError("--resume needs --checkpoint-dir");
+    }
   });
   if (options.resume) {
     // The trainer always saves (at least its last step): newer, interrupted step folders go
     // aside so that its saves never mix with files a killed run left in them.
-    const auto step_dir = Loader::PrepareResume(world.get(), options.checkpoint_dir, kTrainerFiles);
+    const auto step_dir = Loader::PrepareResume(world, options.checkpoint_dir, kTrainerFiles);
     if (step_dir) config.resume_from = *step_dir;
     if (!step_dir)
       spdlog::info("train: no checkpoint in {} yet: starting at step 0", options.checkpoint_dir);
@@ -101,11 +159,13 @@ LoaderConfig Trainer::ResumeConfig(const TrainOptions& options, const mpi::Comm&
   return config;
 }
 
-Trainer::Trainer(const TrainOptions& options, const mpi::Comm& world)
+Trainer::Trainer(const TrainOptions& options, MPI_Comm world)
     : options_(options),
       world_(world),
+      rank_(RankIn(world)),
+      size_(SizeOf(world)),
       config_(ResumeConfig(options, world)),
-      loader_(world.get(), config_),
+      loader_(world, config_),
       model_(Shape()),
       optimizer_(model_->parameters(), torch::optim::AdamWOptions(options.lr)) {}
 
@@ -113,12 +173,16 @@ ModelShape Trainer::Shape() const {
   ModelShape shape{options_.vocab, options_.dim, options_.layers, options_.heads,
                    static_cast<int64_t>(config_.seq_len)};
   if (shape.vocab == 0) shape.vocab = CorpusVocab(loader_.corpus());
-  const auto ranks_on_node = static_cast<uint64_t>(world_.RanksOnThisNode());
-  mpi::FailTogether(world_, [&] {
-    STOKER_CHECK(options_.vocab >= 0, ConfigError, "--vocab {} is negative", options_.vocab);
-    STOKER_CHECK(shape.vocab > 0, ConfigError,
-                 "{} gives no vocab_size attribute (stoker pack and synth write one): pass --vocab",
-                 config_.data);
+  const auto ranks_on_node = static_cast<uint64_t>(RanksOnThisNode(world_));
+  FailTogether(world_, [&] {
+    if (options_.vocab < 0) {
+      throw ConfigError(fmt::format("--vocab {} is negative", options_.vocab));
+    }
+    if (shape.vocab <= 0) {
+      throw ConfigError(fmt::format(
+          "{} gives no vocab_size attribute (stoker pack and synth write one): pass --vocab",
+          config_.data));
+    }
     const std::vector<std::string> problems =
         ShapeProblems(shape, config_.batch_size, ranks_on_node);
     if (!problems.empty()) ThrowConfigProblems("stoker-train: the model cannot be built", problems);
@@ -131,32 +195,33 @@ void Trainer::Start() {
   // The loader and the model are built (corpus, configuration and shape checked): an earlier
   // run's steps are refused, or deleted with --start-over, before the first save.
   if (!options_.resume && !options_.checkpoint_dir.empty()) {
-    Loader::PrepareFreshStart(world_.get(), options_.checkpoint_dir, options_.start_over);
+    Loader::PrepareFreshStart(world_, options_.checkpoint_dir, options_.start_over);
   }
   start_step_ = saved_step_ = loader_.step();
   if (!config_.resume_from.empty()) {
     resumed_ = LoadTrainerFiles(world_, config_.resume_from, model_->shape(), model_, optimizer_);
-    mpi::FailTogether(world_, [&] {
-      STOKER_CHECK(resumed_->step == start_step_, DataError,
-                   "{}: trainer.json is of step {} but the loader state of step {}",
-                   config_.resume_from, resumed_->step, start_step_);
+    FailTogether(world_, [&] {
+      if (resumed_->step != start_step_) {
+        throw DataError(
+            fmt::format("{}: trainer.json is of step {} but the loader state of step {}",
+                        config_.resume_from, resumed_->step, start_step_));
+      }
     });
     tokens_trained_ = resumed_->tokens_trained;
     // The loader's files tell the world size to resume from (a resharded step folder keeps the
     // trainer.json of the run that saved the model). Only rank 0 logs and reports it.
-    if (world_.rank() == 0) {
-      saved_world_ = DescribeStepFolder(config_.resume_from).world.value_or(resumed_->world);
-    }
+    if (rank_ == 0) saved_world_ = StepFolderWorld(config_.resume_from).value_or(resumed_->world);
     spdlog::info("train: resumed from {} (saved on {} ranks, now {})", config_.resume_from,
-                 saved_world_, world_.size());
+                 saved_world_, size_);
   } else {
     // The same seed gives every rank the same model; rank 0's copy is made law all the same.
     std::string bytes;
-    if (world_.rank() == 0) bytes = ModelChecksum(model_);
-    world_.Broadcast(&bytes, 0);
-    STOKER_CHECK(bytes == ModelChecksum(model_), Error,
-                 "rank {} built another initial model than rank 0 from the same seed",
-                 world_.rank());
+    if (rank_ == 0) bytes = ModelChecksum(model_);
+    BroadcastBytes(world_, &bytes, 0);
+    if (bytes != ModelChecksum(model_)) {
+      throw Error(
+          fmt::format("rank {} built another initial model than rank 0 from the same seed", rank_));
+    }
   }
   if (!options_.trace_dir.empty()) OpenPieceTrace(world_, options_.trace_dir, start_step_, &trace_);
 }
@@ -166,8 +231,9 @@ float Trainer::AverageGradients(float loss, bool* stop) {
   for (const torch::Tensor& p : model_->parameters()) parts.push_back(p.grad().reshape({-1}));
   parts.push_back(torch::tensor({loss, *stop ? 1.0f : 0.0f}));
   torch::Tensor flat = torch::cat(parts);
-  world_.SumInPlace(std::span<float>(flat.data_ptr<float>(), flat.numel()));
-  flat.div_(static_cast<float>(world_.size()));
+  MPI_Allreduce(MPI_IN_PLACE, flat.data_ptr<float>(), static_cast<int>(flat.numel()), MPI_FLOAT,
+                MPI_SUM, world_);
+  flat.div_(static_cast<float>(size_));
   int64_t at = 0;
   for (const torch::Tensor& p : model_->parameters()) {
     p.grad().copy_(flat.narrow(0, at, p.numel()).view_as(p));
@@ -181,13 +247,15 @@ bool Trainer::Step() {
   const auto asked = std::chrono::steady_clock::now();
   std::optional<Batch> next = loader_.Next();
   waiting_ += Since(asked);
-  STOKER_ASSERT(next.has_value(), "the loader's stream ended");
+  if (!next) throw InternalError("the loader's stream ended");
   if (trace_) trace_->Write(*next);
   const TensorBatch batch = ToTensors(std::move(*next));
   const int64_t top = batch.tokens.max().item<int64_t>();
-  STOKER_CHECK(top < model_->shape().vocab, DataError,
-               "step {}: token id {} is outside the model's vocabulary of {} (--vocab)", batch.step,
-               top, model_->shape().vocab);
+  if (top >= model_->shape().vocab) {
+    throw DataError(
+        fmt::format("step {}: token id {} is outside the model's vocabulary of {} (--vocab)",
+                    batch.step, top, model_->shape().vocab));
+  }
 
   const double lr = options_.lr * std::min(1.0, static_cast<double>(batch.step) /
                                                     std::max<uint64_t>(options_.warmup, 1));
@@ -202,7 +270,7 @@ bool Trainer::Step() {
   if (options_.clip > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), options_.clip);
   optimizer_.step();
 
-  tokens_trained_ += batch.inputs().numel() * static_cast<uint64_t>(world_.size());
+  tokens_trained_ += batch.inputs().numel() * static_cast<uint64_t>(size_);
   ++steps_run_;
   if (first_losses_.size() < 10) first_losses_.push_back(mean_loss);
   last_losses_.push_back(mean_loss);
@@ -213,12 +281,12 @@ bool Trainer::Step() {
 void Trainer::Save() {
   const uint64_t step = loader_.step();
   if (options_.checkpoint_dir.empty() || step == saved_step_) return;
-  const std::string step_dir = fmt::format("{}/step-{}", options_.checkpoint_dir, step);
+  const std::string step_dir = options_.checkpoint_dir + "/" + StepFolderName(step);
   // Rank 0 writes the model's files before any rank's loader file can complete the step.
-  mpi::FailTogether(world_, [&] {
-    if (world_.rank() != 0) return;
+  FailTogether(world_, [&] {
+    if (rank_ != 0) return;
     SaveTrainerFiles(step_dir, model_, optimizer_,
-                     {step, static_cast<uint64_t>(world_.size()), model_->shape(), config_.seed,
+                     {step, static_cast<uint64_t>(size_), model_->shape(), config_.seed,
                       options_.lr, tokens_trained_, ModelChecksum(model_)});
   });
   loader_.Save(step_dir);
@@ -229,8 +297,7 @@ void Trainer::LogProgress() {
   const double now = Since(started_);
   const double interval = now - last_log_time_;
   const uint64_t steps = steps_run_ - last_log_steps_;
-  const double tokens =
-      static_cast<double>(steps) * config_.batch_size * config_.seq_len * world_.size();
+  const double tokens = static_cast<double>(steps) * config_.batch_size * config_.seq_len * size_;
   spdlog::info("train: step {}/{} loss {:.3f} | {:.1f}k tokens/s | data wait {:.1f}%",
                loader_.step(), options_.steps, last_losses_.back(),
                interval > 0 ? tokens / interval / 1e3 : 0.0,
@@ -240,22 +307,12 @@ void Trainer::LogProgress() {
   last_log_steps_ = steps_run_;
 }
 
-void Trainer::Report() {
-  const double seconds = Since(started_);
-  std::vector<double> times = {seconds, waiting_};
-  world_.SumInPlace(std::span<double>(times));
-  // Data parallel: every replica must have taken the same updates.
-  const std::vector<std::string> checksums = world_.AllGather(ModelChecksum(model_));
-  for (size_t r = 1; r < checksums.size(); ++r) {
-    STOKER_CHECK(checksums[r] == checksums[0], Error,
-                 "the model of rank {} ({}) differs from rank 0's ({})", r, checksums[r],
-                 checksums[0]);
-  }
-  if (world_.rank() != 0) return;
+nlohmann::json Trainer::Summary(double seconds, double wait_share,
+                                const std::string& checksum) const {
   const uint64_t tokens =
-      steps_run_ * config_.batch_size * config_.seq_len * static_cast<uint64_t>(world_.size());
-  nlohmann::json line = {
-      {"ranks", world_.size()},
+      steps_run_ * config_.batch_size * config_.seq_len * static_cast<uint64_t>(size_);
+  return {
+      {"ranks", size_},
       {"start_step", start_step_},
       {"end_step", loader_.step()},
       {"stopped_early", stopped_early_},
@@ -268,10 +325,30 @@ void Trainer::Report() {
       {"tokens_trained", tokens_trained_},
       {"seconds", seconds},
       {"tokens_per_second", seconds > 0 ? tokens / seconds : 0.0},
-      {"data_wait_share", times[0] > 0 ? times[1] / times[0] : 0.0},
-      {"model_checksum", checksums[0]}};
-  std::puts(cli::JsonText(line).c_str());
-  std::fflush(stdout);
+      {"data_wait_share", wait_share},
+      {"model_checksum", checksum}};
+}
+
+void Trainer::Report() {
+  const double seconds = Since(started_);
+  double times[2] = {seconds, waiting_};
+  MPI_Allreduce(MPI_IN_PLACE, times, 2, MPI_DOUBLE, MPI_SUM, world_);
+  // Data parallel: every replica must have taken the same updates.
+  const std::vector<std::string> checksums = AllChecksums(world_, size_, ModelChecksum(model_));
+  for (size_t r = 1; r < checksums.size(); ++r) {
+    if (checksums[r] != checksums[0]) {
+      throw Error(fmt::format("the model of rank {} ({}) differs from rank 0's ({})", r,
+                              checksums[r], checksums[0]));
+    }
+  }
+  FailTogether(world_, [&] {
+    if (rank_ != 0) return;
+    const std::string line =
+        JsonText(Summary(seconds, times[0] > 0 ? times[1] / times[0] : 0.0, checksums[0]));
+    if (!options_.result_file.empty()) WriteFileAtomically(options_.result_file, line + "\n");
+    std::puts(line.c_str());
+    std::fflush(stdout);
+  });
 }
 
 int Trainer::Run() {
@@ -285,10 +362,11 @@ int Trainer::Run() {
     if (stop) {
       stopped_early_ = true;
       Save();
-      spdlog::info("train: stopping at step {} on signal{}", step,
-                   options_.checkpoint_dir.empty()
-                       ? " (no --checkpoint-dir: nothing saved)"
-                       : fmt::format("; saved {}/step-{}", options_.checkpoint_dir, step));
+      spdlog::info(
+          "train: stopping at step {} on signal{}", step,
+          options_.checkpoint_dir.empty()
+              ? " (no --checkpoint-dir: nothing saved)"
+              : fmt::format("; saved {}/{}", options_.checkpoint_dir, StepFolderName(step)));
       break;
     }
   }
@@ -308,7 +386,16 @@ void InstallStopHandlers() {
   sigaction(SIGTERM, &action, nullptr);
 }
 
-int RunTraining(const TrainOptions& options, const mpi::Comm& world) {
+int RunTraining(const TrainOptions& options, MPI_Comm world) {
+  // Before anything is built: a summary that cannot be written would be lost at the end.
+  try {
+    FailTogether(world, [&] {
+      if (RankIn(world) == 0 && !options.result_file.empty()) CheckWritable(options.result_file);
+    });
+  } catch (const Error& e) {
+    if (RankIn(world) == 0) spdlog::error("{}", e.what());
+    return 2;
+  }
   Trainer trainer(options, world);
   return trainer.Run();
 }

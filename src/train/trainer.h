@@ -5,15 +5,16 @@
 // complete one on any number of ranks, and stops cleanly on SIGUSR1 or SIGTERM (a preemption
 // warning): all ranks stop at the same step, save it and exit 0.
 //
-// RunTraining is collective over `world`; errors are thrown on every rank together where the
-// ranks can agree on them (configuration, checkpoints), otherwise on the rank that saw them.
-// This header does not need libtorch.
+// RunTraining is collective over `world` (the caller's communicator, used as it is); errors are
+// thrown on every rank together where the ranks can agree on them (configuration, checkpoints),
+// otherwise on the rank that saw them. This header does not need libtorch.
 #pragma once
+
+#include <mpi.h>
 
 #include <cstdint>
 #include <string>
 
-#include "mpi/comm.h"
 #include "stoker/loader.h"
 
 namespace stoker::train {
@@ -35,6 +36,7 @@ struct TrainOptions {
   bool start_over = false;     // start at step 0, deleting step folders already there
   std::string trace_dir;       // piece traces for `stoker audit` (empty: none)
   uint64_t log_every = 10;     // log a line every K steps on rank 0
+  std::string result_file;     // rank 0 also writes the summary JSON here (empty: stdout only)
 };
 
 // Makes SIGUSR1 and SIGTERM ask RunTraining to stop at the next step (on every rank together)
@@ -42,8 +44,9 @@ struct TrainOptions {
 // ranks are still starting up then stops the run after its first step, with a checkpoint.
 void InstallStopHandlers();
 
-// Trains until options.steps or a stop signal; rank 0 prints one JSON line of figures on stdout.
-// Returns the process exit code.
-int RunTraining(const TrainOptions& options, const mpi::Comm& world);
+// Trains until options.steps or a stop signal; rank 0 prints one JSON line of figures on stdout
+// and writes the same object into options.result_file, if set, atomically. Returns the process
+// exit code: 0, or 2 on every rank when the result file cannot be written (checked first).
+int RunTraining(const TrainOptions& options, MPI_Comm world);
 
 }  // namespace stoker::train

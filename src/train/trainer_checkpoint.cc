@@ -1,11 +1,14 @@
 #include "train/trainer_checkpoint.h"
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "base/check.h"
-#include "core/fingerprint.h"
-#include "os/files.h"
+#include "stoker/collective.h"
+#include "stoker/error.h"
+#include "stoker/files.h"
+#include "stoker/fingerprint.h"
 
 namespace stoker::train {
 
@@ -64,9 +67,10 @@ void CheckShape(const ModelShape& saved, const ModelShape& now, const std::strin
 TrainerMeta ParseMeta(const std::string& bytes, const std::string& path) {
   try {
     const nlohmann::json j = nlohmann::json::parse(bytes);
-    STOKER_CHECK(j.at("format_version").get<int>() == kTrainerFormat, DataError,
-                 "{}: format_version {} is not {}", path, j.at("format_version").dump(),
-                 kTrainerFormat);
+    if (j.at("format_version").get<int>() != kTrainerFormat) {
+      throw DataError(fmt::format("{}: format_version {} is not {}", path,
+                                  j.at("format_version").dump(), kTrainerFormat));
+    }
     return {j.at("step").get<uint64_t>(),
             j.at("world").get<uint64_t>(),
             ShapeFrom(j.at("model")),
@@ -105,26 +109,29 @@ void SaveTrainerFiles(const std::string& step_dir, TinyLm& model,
   WriteFileAtomically(step_dir + "/trainer.json", j.dump(2) + "\n");
 }
 
-TrainerMeta LoadTrainerFiles(const mpi::Comm& comm, const std::string& step_dir,
-                             const ModelShape& shape, TinyLm& model,
-                             torch::optim::Optimizer& optimizer) {
+TrainerMeta LoadTrainerFiles(MPI_Comm comm, const std::string& step_dir, const ModelShape& shape,
+                             TinyLm& model, torch::optim::Optimizer& optimizer) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
   std::vector<std::string> files(kTrainerFiles.size());
-  mpi::FailTogether(comm, [&] {
-    if (comm.rank() != 0) return;
+  FailTogether(comm, [&] {
+    if (rank != 0) return;
     for (size_t i = 0; i < files.size(); ++i)
       files[i] = ReadFile(step_dir + "/" + kTrainerFiles[i]);
   });
-  for (std::string& bytes : files) comm.Broadcast(&bytes, 0);
+  for (std::string& bytes : files) BroadcastBytes(comm, &bytes, 0);
   TrainerMeta meta;
-  mpi::FailTogether(comm, [&] {
+  FailTogether(comm, [&] {
     meta = ParseMeta(files[2], step_dir + "/trainer.json");
     CheckShape(meta.shape, shape, step_dir + "/trainer.json");
     LoadArchive(files[0], step_dir + "/model.pt", *model);
     LoadArchive(files[1], step_dir + "/optimizer.pt", optimizer);
     const std::string checksum = ModelChecksum(model);
-    STOKER_CHECK(checksum == meta.model_checksum, DataError,
-                 "{}/model.pt does not match trainer.json (model checksum {}, recorded {})",
-                 step_dir, checksum, meta.model_checksum);
+    if (checksum != meta.model_checksum) {
+      throw DataError(
+          fmt::format("{}/model.pt does not match trainer.json (model checksum {}, recorded {})",
+                      step_dir, checksum, meta.model_checksum));
+    }
   });
   return meta;
 }

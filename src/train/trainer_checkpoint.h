@@ -10,13 +10,13 @@
 // complete when all of them are there (Loader::FindResumeStep with kTrainerFiles).
 #pragma once
 
+#include <mpi.h>
 #include <torch/torch.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "mpi/comm.h"
 #include "train/model.h"
 
 namespace stoker::train {
@@ -43,8 +43,7 @@ void SaveTrainerFiles(const std::string& step_dir, TinyLm& model,
 // Collective: rank 0 reads the three files, every rank receives them and loads the model and the
 // optimizer. A model shape other than `shape` is a ConfigError on every rank, naming each
 // difference; a missing or unreadable file an IoError, a damaged one a DataError.
-TrainerMeta LoadTrainerFiles(const mpi::Comm& comm, const std::string& step_dir,
-                             const ModelShape& shape, TinyLm& model,
-                             torch::optim::Optimizer& optimizer);
+TrainerMeta LoadTrainerFiles(MPI_Comm comm, const std::string& step_dir, const ModelShape& shape,
+                             TinyLm& model, torch::optim::Optimizer& optimizer);
 
 }  // namespace stoker::train

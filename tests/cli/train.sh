@@ -2,7 +2,9 @@
 # The example trainer end to end on the default corpus (scripts/default-corpus.sh, capped to 150
 # files per dataset):
 #   - 4 ranks train with checkpoints until a preemption signal (SIGUSR1 to mpirun once step 80 is
-#     saved): every rank stops at the same step, saves it, and exits 0;
+#     saved): every rank stops at the same step, saves it, and exits 0; its --result file holds
+#     the summary line of stdout (stopped_early, end_step, ...); an unwritable one is refused
+#     before training (exit 2, naming it);
 #   - a resumed run on 2 ranks goes on from exactly that step (the loader rescales 4 -> 2) for 60
 #     more steps; the loss fell from about log(258) by more than 1.5 nats;
 #   - `stoker audit` of the two runs' piece traces: every step of both runs is there, no framed
@@ -30,7 +32,7 @@ ck="$work/ck" trace="$work/trace"
 
 # 1. 4 ranks until preempted.
 $MPIRUN -np 4 "$STOKER_TRAIN" "${common[@]}" --steps 100000 --checkpoint-dir "$ck" \
-  --save-every 40 --trace "$trace" > "$work/a.out" 2> "$work/a.err" &
+  --save-every 40 --trace "$trace" --result "$work/results/a.json" > "$work/a.out" 2> "$work/a.err" &
 pid=$!
 for _ in $(seq 600); do
   [ -f "$ck/step-80/trainer.json" ] && break
@@ -45,7 +47,26 @@ a_end=$(json 'd["end_step"]' < "$work/a.out")
 [ "$(json 'd["stopped_early"]' < "$work/a.out")" = True ] || fail "run A was not stopped early"
 [ -f "$ck/step-$a_end/model.pt" ] || fail "the stop step $a_end was not saved"
 "$STOKER" inspect "$ck/step-$a_end" > /dev/null || fail "step-$a_end is not a complete checkpoint"
-echo "run A: 4 ranks, preempted at step $a_end"
+python3 - "$work/results/a.json" "$work/a.out" <<'PY' || fail "--result does not match stdout"
+import json, sys
+result = json.load(open(sys.argv[1]))
+line = json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])
+assert result == line, (result, line)
+assert result["stopped_early"] is True and result["end_step"] >= 80, result
+for key in ("ranks", "start_step", "end_step", "stopped_early", "loss_end", "model_checksum"):
+    assert key in result, key
+PY
+ls "$work/results" | grep -qv '^a.json$' && fail "--result left other files: $(ls "$work/results")"
+echo "run A: 4 ranks, preempted at step $a_end; --result holds the summary"
+
+# An unwritable --result (its folder is a file) is refused before training: exit 2, naming it.
+code=0
+$MPIRUN -np 2 "$STOKER_TRAIN" "${common[@]}" --steps 1 --result "$work/a.out/x.json" \
+  > /dev/null 2> "$work/result.err" || code=$?
+[ "$code" = 2 ] || { cat "$work/result.err" >&2; fail "an unwritable --result exited $code, not 2"; }
+[ "$(grep -c -F -- "--result $work/a.out/x.json cannot be written" "$work/result.err")" = 1 ] ||
+  { cat "$work/result.err" >&2; fail "the unwritable --result was not named once"; }
+grep -q "train: step" "$work/result.err" && fail "training began despite an unwritable --result"
 
 # 2. Resumed on 2 ranks for 60 more steps.
 b_end=$((a_end + 60))

@@ -4,16 +4,16 @@
 
 #include "cli/commands.h"
 #include "cli/config_file.h"
-#include "cli/number_options.h"
 #include "fuzz_checks.h"
 #include "stoker/error.h"
+#include "stoker/number_options.h"
 
 namespace stoker::fuzz {
 
 void CheckConfig(std::string_view data) {
   CLI::App app("stoker");
   const cli::Command run = cli::SetupRun(app);
-  cli::CheckUnsignedOptions(&app);  // as the program does
+  CheckUnsignedOptions(&app);  // as the program does
   try {
     cli::ApplyConfigText(run.app, data, "fuzz.toml");
   } catch (const ConfigError&) {

@@ -18,9 +18,9 @@
 #include "core/checkpoint_codec.h"
 #include "core/piece_audit.h"
 #include "core/row_planner.h"
-#include "core/weights.h"
 #include "loader/piece_trace.h"
 #include "stoker/error.h"
+#include "stoker/weights.h"
 #include "tools/jsonl_doc.h"
 
 namespace stoker::fuzz {

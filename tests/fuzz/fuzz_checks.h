@@ -28,7 +28,7 @@ class FuzzFailure : public std::logic_error {
 // (checkpoint/restore.h) against a corpus of its identity's datasets with a few documents each.
 void CheckCheckpoint(std::string_view data);
 
-// The --weights syntax (core/weights.h): parsed weights are finite, >= 0, under trimmed non-empty
+// The --weights syntax (stoker/weights.h): parsed weights are finite, >= 0, under trimmed non-empty
 // names, and print back (NAME=WEIGHT joined by commas) to text that parses to the same map.
 void CheckWeights(std::string_view data);
 

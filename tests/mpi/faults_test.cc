@@ -114,11 +114,12 @@ TEST_F(FaultsTest, FailedSaveKeepsThePreviousStepForResume) {
 }
 
 TEST_F(FaultsTest, ReadErrorMidShardReachesNextNamingFileAndOffset) {
-  const CorpusTable table = DiscoverCorpus(comm_, Config().data);
+  std::vector<ArrayLocations> arrays;
+  const CorpusTable table = DiscoverCorpus(comm_, Config().data, &arrays);
   const ShardInfo& shard = table.shards.at(1);
-  ASSERT_TRUE(shard.tokens_at.direct);
+  ASSERT_TRUE(arrays.at(1).tokens.direct);
   const uint64_t byte =
-      shard.tokens_at.byte_offset + shard.tokens / 2 * TokenTypeSize(shard.token_type);
+      arrays.at(1).tokens.byte_offset + shard.tokens / 2 * TokenTypeSize(shard.token_type);
   ScopedFaultPlan plan(fmt::format("pread:{}:@{}", shard.path, byte));
   uint64_t met = 0;
   {

@@ -1,5 +1,5 @@
-// Content fingerprints (core/fingerprint.h).
-#include "core/fingerprint.h"
+// Content fingerprints (stoker/fingerprint.h).
+#include "stoker/fingerprint.h"
 
 #include <gtest/gtest.h>
 

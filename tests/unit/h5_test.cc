@@ -90,7 +90,7 @@ TEST_F(H5Test, ThreadsMayUseTheLayerAtOnce) {
   WriteRawShard(dir_ / "web/chunked.h5", raw);
   const ShardCheck check = DescribeShard(dir_.path(), "web/chunked.h5", 0);
   ASSERT_TRUE(check.info.has_value());
-  ASSERT_FALSE(check.info->tokens_at.direct);
+  ASSERT_FALSE(check.arrays.tokens.direct);
 
   std::atomic<int> wrong = 0;
   std::vector<std::thread> threads;

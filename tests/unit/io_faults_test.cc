@@ -150,21 +150,23 @@ TEST(AtomicWriteFaults, FailingFolderSyncIsReported) {
 struct OneShard {
   TempDir dir;
   ShardInfo info;
+  ArrayLocations arrays;
   OneShard() {
     std::vector<std::vector<uint64_t>> docs;
     for (uint64_t d = 0; d < 20; ++d) docs.push_back(std::vector<uint64_t>(100, d + 1));
     WriteTestShard(dir / "web/part-0.h5", docs);
     const ShardCheck check = DescribeShard(dir.path(), "web/part-0.h5", 0);
-    EXPECT_TRUE(check.info && check.info->tokens_at.direct);
+    EXPECT_TRUE(check.info && check.arrays.tokens.direct);
     info = check.info.value_or(ShardInfo{});
+    arrays = check.arrays;
   }
 };
 
 TEST(ShardReadFaults, ReadErrorMidShardNamesFileDatasetAndOffset) {
   OneShard shard;
-  const uint64_t bad_byte = shard.info.tokens_at.byte_offset + 1000 * 4;  // token 1000
+  const uint64_t bad_byte = shard.arrays.tokens.byte_offset + 1000 * 4;  // token 1000
   ScopedFaultPlan plan(fmt::format("pread:part-0.h5:@{}", bad_byte));
-  ShardReader reader(shard.dir.path(), shard.info, "web");
+  ShardReader reader(shard.dir.path(), shard.info, shard.arrays, "web");
   std::vector<int64_t> out(2000);
   std::vector<char> scratch;
   reader.ReadTokens(0, 900, out.data(), &scratch);  // before the bad byte: fine
@@ -174,14 +176,14 @@ TEST(ShardReadFaults, ReadErrorMidShardNamesFileDatasetAndOffset) {
   ExpectMentions(message, "(dataset web)");
   ExpectMentions(message, "/tokens[900...]");
   ExpectMentions(message,
-                 fmt::format("at byte offset {}", shard.info.tokens_at.byte_offset + 900 * 4));
+                 fmt::format("at byte offset {}", shard.arrays.tokens.byte_offset + 900 * 4));
   ExpectMentions(message, "Input/output error");
 }
 
 TEST(ShardReadFaults, DelayOnlySlowsAReadDown) {
   OneShard shard;
   ScopedFaultPlan plan("pread:part-0.h5:1:delay=50");
-  ShardReader reader(shard.dir.path(), shard.info);
+  ShardReader reader(shard.dir.path(), shard.info, shard.arrays);
   std::vector<int64_t> out(100);
   std::vector<char> scratch;
   const auto start = std::chrono::steady_clock::now();
@@ -195,12 +197,15 @@ TEST(ShardReadFaults, DelayOnlySlowsAReadDown) {
 struct TwoShards {
   TempDir dir;
   CorpusTable table;
+  std::vector<ArrayLocations> arrays;
   TwoShards() {
     table.root = dir.path();
     for (int s = 0; s < 2; ++s) {
       const std::string rel = fmt::format("web/part-{}.h5", s);
       WriteTestShard(dir / rel, {{1, 2, 3}, {4, 5}, {6, 7, 8, 9}});
-      table.shards.push_back(DescribeShard(dir.path(), rel, 0).info.value());
+      const ShardCheck check = DescribeShard(dir.path(), rel, 0);
+      table.shards.push_back(check.info.value());
+      arrays.push_back(check.arrays);
     }
     table.datasets.push_back({.name = "web", .first_shard = 0, .num_shards = 2});
   }
@@ -210,7 +215,7 @@ struct TwoShards {
 TEST(ShardChanges, SizeChangeIsDetectedAtFirstOpenAndAtReopen) {
   TwoShards corpus;
   std::ofstream(corpus.Path(1), std::ios::app) << "appended";
-  ShardPool pool(corpus.table, 1);
+  ShardPool pool(corpus.table, corpus.arrays, 1);
   pool.Get(0);
   std::string message = ErrorOf<DataError>([&] { pool.Get(1); });
   ExpectMentions(message, corpus.Path(1) + " (dataset web): changed on disk since discovery");
@@ -219,7 +224,7 @@ TEST(ShardChanges, SizeChangeIsDetectedAtFirstOpenAndAtReopen) {
                                       corpus.table.shards[1].file_bytes));
   ExpectMentions(message, "the corpus must not change during a run");
   TwoShards other;
-  ShardPool reopening(other.table, 1);
+  ShardPool reopening(other.table, other.arrays, 1);
   reopening.Get(0);
   reopening.Get(1);  // closes 0
   fs::resize_file(other.Path(0), other.table.shards[0].file_bytes - 10);
@@ -232,7 +237,7 @@ TEST(ShardChanges, SizeChangeIsDetectedAtFirstOpenAndAtReopen) {
 
 TEST(ShardChanges, ReplacedOrModifiedBetweenOpensIsDetected) {
   TwoShards corpus;
-  ShardPool pool(corpus.table, 1);
+  ShardPool pool(corpus.table, corpus.arrays, 1);
   pool.Get(0);
   pool.Get(1);  // closes 0
   // Replaced by a file of the same size and content (another inode).
@@ -242,7 +247,7 @@ TEST(ShardChanges, ReplacedOrModifiedBetweenOpensIsDetected) {
   ExpectMentions(message, corpus.Path(0) + " (dataset web): changed on disk while the run");
   ExpectMentions(message, "replaced by another file");
   // Modified in place (same size; the modification time moves).
-  ShardPool again(corpus.table, 1);
+  ShardPool again(corpus.table, corpus.arrays, 1);
   again.Get(1);
   again.Get(0);
   const auto later = fs::last_write_time(corpus.Path(1)) + std::chrono::seconds(5);
@@ -257,7 +262,7 @@ TEST(ShardChanges, ReplacedOrModifiedBetweenOpensIsDetected) {
 TEST(ShardChanges, OffsetsNotEndingWhereDiscoveryFoundAreDetected) {
   TwoShards corpus;
   corpus.table.shards[1].tokens = 8;  // as if discovery saw a file of 8 tokens, same size
-  ShardPool pool(corpus.table, 4);
+  ShardPool pool(corpus.table, corpus.arrays, 4);
   pool.Get(0);
   const std::string message = ErrorOf<DataError>([&] { pool.Get(1); });
   ExpectMentions(message, corpus.Path(1));
@@ -267,7 +272,7 @@ TEST(ShardChanges, OffsetsNotEndingWhereDiscoveryFoundAreDetected) {
 TEST(ShardChanges, FailingFstatIsAnIoErrorNamingTheFile) {
   TwoShards corpus;
   ScopedFaultPlan plan("fstat:part-1:1");
-  ShardPool pool(corpus.table, 4);
+  ShardPool pool(corpus.table, corpus.arrays, 4);
   pool.Get(0);
   const std::string message = ErrorOf([&] { pool.Get(1); });
   ExpectMentions(message, corpus.Path(1));

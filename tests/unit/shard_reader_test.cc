@@ -46,6 +46,11 @@ ShardInfo Describe(const TempDir& dir, const std::string& rel) {
   return check.info.value_or(ShardInfo{});
 }
 
+// Where DescribeShard found the arrays of a shard.
+ArrayLocations Locate(const TempDir& dir, const std::string& rel) {
+  return DescribeShard(dir.path(), rel, 0).arrays;
+}
+
 // What a reader must give for tokens [start, start + count): the ids as int64.
 std::vector<int64_t> Expected(const std::vector<uint64_t>& tokens, uint64_t start, uint64_t count) {
   std::vector<int64_t> out;
@@ -108,8 +113,8 @@ TEST_F(ShardReaderTest, WriteShardRoundTripsEveryTypeThroughPread) {
     EXPECT_EQ(info.token_type, type);
     EXPECT_EQ(info.tokens, tokens.size());
     EXPECT_EQ(info.docs, docs.size());
-    EXPECT_TRUE(info.tokens_at.direct);
-    EXPECT_TRUE(info.offsets_at.direct);
+    EXPECT_TRUE(Locate(dir_, rel).tokens.direct);
+    EXPECT_TRUE(Locate(dir_, rel).offsets.direct);
     ExpectReadsBack(dir_, info, tokens, offsets);
     EXPECT_EQ(testing::ReadShardDocs(dir_.path(), info), docs);
   }
@@ -132,8 +137,8 @@ TEST_F(ShardReaderTest, ChunkedAndBigEndianFilesAreReadThroughHdf5) {
     WriteRawShard(dir_ / rel, raw);
     const ShardInfo info = Describe(dir_, rel);
     EXPECT_EQ(info.token_type, type);
-    EXPECT_FALSE(info.tokens_at.direct);
-    EXPECT_FALSE(info.offsets_at.direct);
+    EXPECT_FALSE(Locate(dir_, rel).tokens.direct);
+    EXPECT_FALSE(Locate(dir_, rel).offsets.direct);
     EXPECT_TRUE(info.offsets_signed);
     ExpectReadsBack(dir_, info, tokens, offsets);
   }
@@ -146,8 +151,8 @@ TEST_F(ShardReaderTest, ChunkedAndBigEndianFilesAreReadThroughHdf5) {
   WriteRawShard(dir_ / "be/tokens.h5", raw);
   const ShardInfo info = Describe(dir_, "be/tokens.h5");
   EXPECT_EQ(info.token_type, TokenType::kUint16);
-  EXPECT_FALSE(info.tokens_at.direct);
-  EXPECT_TRUE(info.offsets_at.direct);
+  EXPECT_FALSE(Locate(dir_, "be/tokens.h5").tokens.direct);
+  EXPECT_TRUE(Locate(dir_, "be/tokens.h5").offsets.direct);
   ExpectReadsBack(dir_, info, tokens, offsets);
 }
 
@@ -186,10 +191,11 @@ TEST_F(ShardReaderTest, TruncatedAfterDescriptionIsIoErrorNamingTheFile) {
   std::vector<std::vector<uint64_t>> docs(10, std::vector<uint64_t>(100, 42));
   WriteTestShard(dir_ / "t/x.h5", docs, TokenType::kUint32);
   const ShardInfo info = Describe(dir_, "t/x.h5");
-  ASSERT_TRUE(info.tokens_at.direct);
+  const ArrayLocations arrays = Locate(dir_, "t/x.h5");
+  ASSERT_TRUE(arrays.tokens.direct);
   const std::string path = dir_ / "t/x.h5";
-  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(info.tokens_at.byte_offset + 4 * 500)), 0);
-  ShardReader reader(dir_.path(), info);
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(arrays.tokens.byte_offset + 4 * 500)), 0);
+  ShardReader reader(dir_.path(), info, arrays);
   std::vector<int64_t> out(1000);
   std::vector<char> scratch;
   reader.ReadTokens(0, 500, out.data(), &scratch);  // before the cut: still there
@@ -205,7 +211,7 @@ TEST_F(ShardReaderTest, TruncatedAfterDescriptionIsIoErrorNamingTheFile) {
   // A shard removed after discovery cannot be opened.
   fs::remove(path);
   try {
-    ShardReader gone(dir_.path(), info);
+    ShardReader gone(dir_.path(), info, arrays);
     ADD_FAILURE() << "no error";
   } catch (const IoError& e) {
     ExpectMentions(e.what(), path);

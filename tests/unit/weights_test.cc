@@ -1,5 +1,5 @@
-// The --weights syntax (core/weights.h).
-#include "core/weights.h"
+// The --weights syntax (stoker/weights.h).
+#include "stoker/weights.h"
 
 #include <gtest/gtest.h>
 

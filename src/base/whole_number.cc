@@ -1,8 +1,8 @@
-#include "cli/whole_number.h"
+#include "stoker/whole_number.h"
 
 #include <cctype>
 
-namespace stoker::cli {
+namespace stoker {
 
 std::string WholeNumberProblem(const std::string& value) {
   size_t at = 0;
@@ -21,4 +21,4 @@ std::string WholeNumberProblem(const std::string& value) {
   return "";
 }
 
-}  // namespace stoker::cli
+}  // namespace stoker
