@@ -120,6 +120,7 @@ class Trainer {
   void LogProgress();
   nlohmann::json Summary(double seconds, double wait_share, const std::string& checksum) const;
   void Report();
+  static void LogSummary(const nlohmann::json& summary);
 
   const TrainOptions& options_;
   MPI_Comm world_;
@@ -343,12 +344,28 @@ void Trainer::Report() {
   }
   FailTogether(world_, [&] {
     if (rank_ != 0) return;
-    const std::string line =
-        JsonText(Summary(seconds, times[0] > 0 ? times[1] / times[0] : 0.0, checksums[0]));
+    const nlohmann::json summary =
+        Summary(seconds, times[0] > 0 ? times[1] / times[0] : 0.0, checksums[0]);
+    LogSummary(summary);
+    const std::string line = JsonText(summary);
     if (!options_.result_file.empty()) WriteFileAtomically(options_.result_file, line + "\n");
     std::puts(line.c_str());
     std::fflush(stdout);
   });
+}
+
+// One line for people (the JSON result is for programs).
+void Trainer::LogSummary(const nlohmann::json& s) {
+  const auto number = [&](const char* key, const char* format) {
+    return s[key].is_null() ? std::string("-")
+                            : fmt::format(fmt::runtime(format), s[key].get<double>());
+  };
+  spdlog::info("train: done: {} ranks, steps {} -> {}{}, loss {} -> {}, {} tokens/s",
+               s["ranks"].get<int>(), s["start_step"].get<uint64_t>(),
+               s["end_step"].get<uint64_t>(),
+               s["stopped_early"].get<bool>() ? " (stopped early on a signal)" : "",
+               number("loss_start", "{:.3f}"), number("loss_end", "{:.3f}"),
+               number("tokens_per_second", "{:.0f}"));
 }
 
 int Trainer::Run() {
@@ -362,6 +379,7 @@ int Trainer::Run() {
     if (stop) {
       stopped_early_ = true;
       Save();
+      loader_.WaitForSave();  // "saved" is said once the step folder is complete
       spdlog::info(
           "train: stopping at step {} on signal{}", step,
           options_.checkpoint_dir.empty()

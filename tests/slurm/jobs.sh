@@ -12,8 +12,8 @@
 #   5. jobs/mpirun/resume.sh on 3 ranks, without Slurm, from the resharded folder.
 #   6. jobs/slurm/train.sbatch with LAUNCHER=srun (srun --mpi=pmix) on 2 tasks, REQUEUE=0,
 #      signalled with USR1 too: srun forwards it, the trainer saves and stops, no requeue.
-#   7. jobs/mpirun/train.sh on 2 ranks goes on 10 more steps; jobs/mpirun/reshard.sh refuses
-#      WORLD_SIZE=0 (exit 2).
+#   7. jobs/mpirun/train.sh on 2 ranks goes on 10 more steps, its figures also in RESULT_FILE;
+#      jobs/mpirun/reshard.sh refuses WORLD_SIZE=0 (exit 2).
 # Then `stoker audit --data` of the whole trace history: clean (no token lost or repeated across
 # the 4 -> 4 -> 2 -> 3 -> 2 -> 2 rank counts), its runs the six started, to the last step.
 # Environment: STOKER, STOKER_TRAIN (the programs), MPIRUN (mpirun with its flags).
@@ -260,11 +260,17 @@ ok "train.sbatch, LAUNCHER=srun, 2 tasks: resumed step-$steps5 of 3 ranks; USR1 
 t=$SECONDS
 steps7=$((stop6 + 10))
 rc=0
-(unset SLURM_CONF; NP=2 STEPS=$steps7 CHECKPOINT_DIR=$resharded "$repo/jobs/mpirun/train.sh") \
-  > "$work/mpirun-train.json" 2> "$work/mpirun-train.log" || rc=$?
+(unset SLURM_CONF; NP=2 STEPS=$steps7 CHECKPOINT_DIR=$resharded RESULT_FILE=$work/result7.json \
+  "$repo/jobs/mpirun/train.sh") > "$work/mpirun-train.json" 2> "$work/mpirun-train.log" || rc=$?
 [ "$rc" = 0 ] || { cat "$work/mpirun-train.log" >&2; fail "jobs/mpirun/train.sh: exit $rc"; }
 expect "$work/mpirun-train.json" 0 start_step "$stop6" "jobs/mpirun/train.sh"
 expect "$work/mpirun-train.json" 0 end_step "$steps7" "jobs/mpirun/train.sh"
+# RESULT_FILE: the trainer's figures as one JSON object, the same as its stdout line.
+cmp -s "$work/result7.json" "$work/mpirun-train.json" ||
+  fail "jobs/mpirun/train.sh: RESULT_FILE differs from the result line:" \
+       "$(cat "$work/result7.json" "$work/mpirun-train.json")"
+expect_log "$work/mpirun-train.log" "train: done: 2 ranks, steps $stop6 -> $steps7, loss" \
+  "jobs/mpirun/train.sh"
 rc=0
 CHECKPOINT_DIR=$resharded WORLD_SIZE=0 "$repo/jobs/mpirun/reshard.sh" > /dev/null \
   2> "$work/bad-reshard.log" || rc=$?
