@@ -16,7 +16,7 @@ steps=${2:-300} repeat=${3:-5} stoker=${STOKER:-build/stoker}
 
 # One run; prints M tokens/s.
 run_once() {
-  "$stoker" -q run --data "$corpus" --steps "$steps" --seq-len 4096 --batch-size 8 2> /dev/null |
+  "$stoker" -q run --data "$corpus" --steps "$steps" --seq-len 4096 --batch-size 8 |
     python3 -c 'import json, sys
 print("%.2f" % (json.loads(next(l for l in sys.stdin if l.startswith("{")))["tokens_per_second"] / 1e6))'
 }

@@ -65,22 +65,24 @@ stoker_need_program() {
 # why. Returns 1 when DIR holds no step folder; exits 2 when it holds some and none is complete
 # (a resume would refuse them too: starting over would repeat every token trained on).
 stoker_newest_step() {
-  _stoker_steps "$1" --newest
+  _stoker_steps "$1" --newest || stoker_fail "stoker steps $1 --newest failed (above)"
   [ -n "$STEP_PATH" ]
 }
 
 # stoker_step DIR N: step N of DIR, as stoker_newest_step; exits 2 when it is not complete.
 stoker_step() {
-  _stoker_steps "$1" --step "$2"
+  _stoker_steps "$1" --step "$2" || stoker_fail "stoker steps $1 --step $2 failed (above)"
 }
 
+# _stoker_steps DIR FLAGS...: `stoker steps` with the trainer's files required; its one line in
+# STEP_NUMBER, STEP_WORLD, STEP_PATH (empty when it printed none). Returns 1 when it failed.
 _stoker_steps() {
-  local line require=()
-  # shellcheck disable=SC2206  # TRAINER_FILES is a list of names, split on spaces on purpose
-  local files=($TRAINER_FILES) f
+  local line require=() files=() f
+  read -ra files <<< "$TRAINER_FILES"
   for f in "${files[@]}"; do require+=(--require "$f"); done
-  stoker_need_program STOKER "$STOKER"
-  line=$("$STOKER" steps "$@" "${require[@]}") || stoker_fail "stoker steps $* failed (above)"
+  STEP_NUMBER="" STEP_WORLD="" STEP_PATH=""
+  [ -x "$STOKER" ] || { stoker_say "error: STOKER is not an executable program: $STOKER"; return 1; }
+  line=$("$STOKER" steps "$@" "${require[@]}") || return 1
   IFS=$'\t' read -r STEP_NUMBER STEP_WORLD STEP_PATH <<< "$line" || true
 }
 
@@ -193,7 +195,9 @@ stoker_slurm_train() {
 # goes on from the newest complete step.
 _stoker_requeue() {
   local from="step 0 (no complete checkpoint)"
-  if stoker_newest_step "$CHECKPOINT_DIR"; then
+  if ! _stoker_steps "$CHECKPOINT_DIR" --newest; then
+    from="its newest complete step (stoker steps failed above)"
+  elif [ -n "$STEP_PATH" ]; then
     if [ "$STEP_NUMBER" -ge "$STEPS" ]; then
       stoker_say "the trainer reached step $STEP_NUMBER of $STEPS: no requeue"
       return 0
@@ -241,6 +245,8 @@ stoker_reshard() {
       stoker_fail "no step-<N> folder in CHECKPOINT_DIR=$CHECKPOINT_DIR to reshard"
   fi
   local out=$NEW_CHECKPOINT_DIR/step-$STEP_NUMBER rc=0
+  [ ! -e "$out" ] || stoker_fail "$out exists already: reshard never overwrites a step folder;" \
+    "remove it or set NEW_CHECKPOINT_DIR"
   stoker_say "resharding $STEP_PATH (saved on $STEP_WORLD ranks) for $WORLD_SIZE ranks into $out"
   stoker_say "running: $STOKER reshard $STEP_PATH --world-size $WORLD_SIZE --out $out"
   "$STOKER" reshard "$STEP_PATH" --world-size "$WORLD_SIZE" --out "$out" || rc=$?

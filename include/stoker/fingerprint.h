@@ -1,6 +1,6 @@
 // Fingerprinter: a 128-bit content hash (XXH3) over a sequence of typed fields, printed as 32 hex
-// digits. Used for the corpus fingerprint (and later checkpoints) to tell "the same corpus" from
-// "another corpus" without reading any tokens. Not cryptographic. Pure.
+// digits. The corpus fingerprint tells "the same corpus" from "another corpus" without reading
+// any tokens; the example trainer checksums its model with it. Not cryptographic. Pure.
 #pragma once
 
 #include <cstdint>

@@ -9,9 +9,9 @@
 # runs `stoker reshard` for WORLD_SIZE ranks: it writes the loader files, copies the trainer's
 # files (everything beside loader/) unchanged and publishes NEW_CHECKPOINT_DIR/step-<N> (default
 # "$CHECKPOINT_DIR-to-$WORLD_SIZE") in one rename; then `stoker inspect` of it. The original is
-# only read. Exit code: 0 on success; stoker's when `stoker reshard` (e.g. the output step
-# folder exists already) or `stoker inspect` fails; 2 when a setting is wrong, or the step is
-# missing or incomplete.
+# only read. Exit code: 0 on success; stoker's when `stoker reshard` or `stoker inspect` fails;
+# 2 when a setting is wrong, the step is missing or incomplete, or the output step folder exists
+# already.
 set -uo pipefail
 STOKER_HOME=${STOKER_HOME:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 export STOKER_HOME

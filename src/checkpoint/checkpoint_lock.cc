@@ -1,6 +1,7 @@
 #include "checkpoint/checkpoint_lock.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -44,14 +45,16 @@ std::string ReadHolder(int fd) {
   return holder;
 }
 
-// Takes the lock of `dir` for the rest of the process's life; the fd is never closed.
-void TakeLock(const std::string& dir) {
+}  // namespace
+
+void LockCheckpointFolder(const std::string& dir) {
   static std::mutex mutex;
   static std::map<std::string, int> held;  // canonical folder -> lock file
   std::error_code ec;
   fs::create_directories(dir, ec);
   STOKER_CHECK(!ec, IoError, "cannot create the checkpoint folder {}: {}", dir, ec.message());
-  const std::string key = fs::canonical(dir, ec).string();
+  std::string key = fs::canonical(dir, ec).string();
+  if (ec) key = fs::absolute(dir).lexically_normal().string();
   std::lock_guard<std::mutex> guard(mutex);
   if (held.count(key)) return;
   const std::string path = dir + "/" + kLockName;
@@ -79,16 +82,18 @@ void TakeLock(const std::string& dir) {
         "(docs/operations.md)",
         path, std::strerror(error)));
   }
-  const std::string holder = HolderDescription() + "\n";
-  if (::ftruncate(fd, 0) == 0) WriteAll(fd, holder, path);
-  held[key] = fd;
+  held[key] = fd;  // held from here on, whatever happens to the description below
+  try {
+    if (::ftruncate(fd, 0) == 0) WriteAll(fd, HolderDescription() + "\n", path);
+  } catch (const IoError& e) {
+    spdlog::warn("{}: could not write who holds the lock ({}); it is held all the same", path,
+                 e.what());
+  }
 }
-
-}  // namespace
 
 void LockCheckpointFolder(const mpi::Comm& comm, const std::string& checkpoint_dir) {
   mpi::FailTogether(comm, [&] {
-    if (comm.rank() == 0) TakeLock(checkpoint_dir);
+    if (comm.rank() == 0) LockCheckpointFolder(checkpoint_dir);
   });
 }
 

@@ -26,4 +26,8 @@ namespace stoker {
 // be created.
 void LockCheckpointFolder(const mpi::Comm& comm, const std::string& checkpoint_dir);
 
+// The same in this process alone (rank 0's part; `stoker reshard` for the folder it writes
+// into). Throws as above.
+void LockCheckpointFolder(const std::string& checkpoint_dir);
+
 }  // namespace stoker

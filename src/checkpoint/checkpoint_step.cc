@@ -37,9 +37,9 @@ CheckpointStep OpenCheckpointStep(const std::string& step_dir,
           .weights = std::move(first.weights)};
 }
 
-RankCheckpoint ReadStepRank(const CheckpointStep& step, uint64_t rank) {
+RankCheckpoint ReadStepRank(const CheckpointStep& step, uint64_t rank, std::string* bytes) {
   const std::string path = CheckpointPath(step.path, rank, step.world);
-  RankCheckpoint c = ReadCheckpointFile(path);  // its rank and world are those of its name
+  RankCheckpoint c = ReadCheckpointFile(path, bytes);  // its rank and world: those of its name
   const std::vector<std::string> differences = IdentityDifferences(step.identity, c.identity);
   STOKER_CHECK(differences.empty(), DataError,
                "{}: does not belong with rank file 0 of {} (\"checkpoint\" below is rank file "

@@ -33,7 +33,9 @@ struct CheckpointStep {
 CheckpointStep OpenCheckpointStep(const std::string& step_dir,
                                   const std::vector<std::string>& required_files = {});
 
-// Rank `rank`'s file of `step`, checked against it: DataError naming the file otherwise.
-RankCheckpoint ReadStepRank(const CheckpointStep& step, uint64_t rank);
+// Rank `rank`'s file of `step`, checked against it: DataError naming the file otherwise. With
+// `bytes`, also the file's bytes as read.
+RankCheckpoint ReadStepRank(const CheckpointStep& step, uint64_t rank,
+                            std::string* bytes = nullptr);
 
 }  // namespace stoker

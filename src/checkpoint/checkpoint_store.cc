@@ -104,6 +104,10 @@ StepFolder DescribeStepFolder(const std::string& step_dir,
   return folder;
 }
 
+std::optional<uint64_t> StepFolderWorld(const std::string& step_dir) {
+  return DescribeLoaderFiles(step_dir).world;
+}
+
 std::vector<StepFolder> ListStepFolders(const std::string& checkpoint_dir,
                                         const std::vector<std::string>& required_files) {
   std::vector<StepFolder> steps;
@@ -142,7 +146,9 @@ void CheckRoomForAStep(const std::string& checkpoint_dir, const std::string& pre
   std::error_code ec;
   uint64_t step_bytes = 0;
   for (const auto& entry : fs::recursive_directory_iterator(previous_step, ec)) {
-    if (entry.is_regular_file(ec)) step_bytes += entry.file_size(ec);
+    if (!entry.is_regular_file(ec)) continue;
+    const uintmax_t bytes = entry.file_size(ec);
+    if (!ec) step_bytes += bytes;
   }
   const fs::space_info space = fs::space(checkpoint_dir, ec);
   STOKER_CHECK(!ec, IoError, "cannot tell the free space of {}: {}", checkpoint_dir, ec.message());
@@ -157,8 +163,10 @@ void WriteCheckpointFile(const std::string& path, const RankCheckpoint& checkpoi
   WriteFileAtomically(path, EncodeCheckpoint(checkpoint));
 }
 
-RankCheckpoint ReadCheckpointFile(const std::string& path) {
-  RankCheckpoint checkpoint = DecodeCheckpoint(ReadFile(path), path);
+RankCheckpoint ReadCheckpointFile(const std::string& path, std::string* bytes) {
+  std::string read = ReadFile(path);
+  RankCheckpoint checkpoint = DecodeCheckpoint(read, path);
+  if (bytes != nullptr) *bytes = std::move(read);
   const auto rw = RankAndWorld(fs::path(path).filename().string());
   STOKER_CHECK(!rw || (rw->first == checkpoint.rank && rw->second == checkpoint.world), DataError,
                "{}: holds the state of rank {} of {}, not what its name says", path,

@@ -53,7 +53,8 @@ std::optional<StepFolder> NewestCompleteStep(const std::string& checkpoint_dir,
 void CheckRoomForAStep(const std::string& checkpoint_dir, const std::string& previous_step);
 
 void WriteCheckpointFile(const std::string& path, const RankCheckpoint& checkpoint);
-// Throws IoError (cannot read) or DataError (corrupt), naming the file.
-RankCheckpoint ReadCheckpointFile(const std::string& path);
+// Throws IoError (cannot read) or DataError (corrupt), naming the file. With `bytes`, also the
+// file's bytes as read.
+RankCheckpoint ReadCheckpointFile(const std::string& path, std::string* bytes = nullptr);
 
 }  // namespace stoker

@@ -1,10 +1,15 @@
 #include "checkpoint/reshard.h"
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "base/check.h"
+#include "checkpoint/checkpoint_lock.h"
 #include "checkpoint/checkpoint_step.h"
 #include "checkpoint/checkpoint_store.h"
 #include "core/rescale.h"
@@ -20,9 +25,8 @@ namespace {
 void CopyRankFiles(const CheckpointStep& step, const std::string& out_step_dir,
                    ReshardStats* stats) {
   for (uint64_t r = 0; r < step.world; ++r) {
-    ReadStepRank(step, r);
-    const std::string bytes = ReadFile(CheckpointPath(step.path, r, step.world));
-    DecodeCheckpoint(bytes, CheckpointPath(step.path, r, step.world));  // copied is checked
+    std::string bytes;
+    ReadStepRank(step, r, &bytes);  // what is copied is what was checked
     WriteFileAtomically(CheckpointPath(out_step_dir, r, step.world), bytes);
     stats->bytes_written += bytes.size();
   }
@@ -49,7 +53,14 @@ void RescaleRankFiles(const CheckpointStep& step, uint64_t new_world,
   }
 }
 
-// Copies every entry of `from` but loader/ into `to`, and syncs each regular file.
+std::string HostName() {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+// Copies every entry of `from` but loader/ into `to`, and syncs each regular file. Not through
+// the I/O seam: these are the trainer's files, not stoker's.
 void CopyOtherFiles(const std::string& from, const std::string& to) {
   for (const auto& entry : fs::directory_iterator(from)) {
     if (entry.path().filename() == "loader") continue;
@@ -100,16 +111,19 @@ ReshardStats ReshardStepFolder(const std::string& step_dir, uint64_t new_world,
   const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
   fs::create_directories(parent, ec);
   STOKER_CHECK(!ec, IoError, "cannot create {}: {}", parent.string(), ec.message());
+  LockCheckpointFolder(parent.string());  // no run saves into the folder while it changes
   const fs::path staging =
-      parent / fmt::format(".{}.reshard-{}", out.filename().string(), ::getpid());
-  fs::remove_all(staging, ec);  // a leftover of an earlier process with this pid
+      parent / fmt::format(".{}.reshard-{}-{}", out.filename().string(), HostName(), ::getpid());
+  fs::remove_all(staging, ec);  // a leftover of an earlier process of this host and pid
   try {
     ReshardStats stats = ReshardCheckpoint(step_dir, new_world, staging.string());
     CopyOtherFiles(step_dir, staging.string());
     SyncPath(staging.string(), true);
-    fs::rename(staging, out, ec);
-    STOKER_CHECK(!ec, IoError, "cannot rename {} to {}: {}", staging.string(), out.string(),
-                 ec.message());
+    // RENAME_NOREPLACE: an `out` made since the check above is never replaced.
+    STOKER_CHECK(
+        ::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, out.c_str(), RENAME_NOREPLACE) == 0,
+        IoError, "cannot rename {} to {}: {}", staging.string(), out.string(),
+        std::strerror(errno));
     SyncPath(parent.string(), true);
     return stats;
   } catch (...) {

@@ -18,6 +18,7 @@
 #include "cli/json_text.h"
 #include "core/piece_audit.h"
 #include "loader/piece_trace.h"
+#include "shard/discovery.h"
 #include "shard/shard_reader.h"
 #include "stoker/corpus.h"
 
@@ -34,16 +35,23 @@ struct AuditArgs {
   bool json = false;
 };
 
+// The corpus of --data: its table, and where each shard's arrays lie (for pread).
+struct Corpus {
+  CorpusTable table;
+  std::vector<ArrayLocations> arrays;
+};
+
 // Streams the /doc_offsets of dataset `d`: counts its non-empty documents and gives the framed
 // length of each document in `named` (ascending).
-void ScanDataset(const CorpusTable& table, uint32_t d, const std::vector<uint64_t>& named, bool bos,
+void ScanDataset(const Corpus& corpus, uint32_t d, const std::vector<uint64_t>& named, bool bos,
                  uint64_t* nonempty, std::vector<uint64_t>* lengths) {
+  const CorpusTable& table = corpus.table;
   const DatasetInfo& dataset = table.datasets[d];
   lengths->assign(named.size(), 0);
   size_t next = 0;  // the next document of `named` to find
   uint64_t base = 0;
   for (uint32_t s = dataset.first_shard; s < dataset.first_shard + dataset.num_shards; ++s) {
-    ShardReader reader(table.root, table.shards[s]);
+    ShardReader reader(table.root, table.shards[s], corpus.arrays[s]);
     uint64_t previous = 0;
     ForEachOffset(reader, uint64_t{1} << 20, [&](uint64_t index, uint64_t offset) {
       if (index > 0) {
@@ -63,7 +71,8 @@ void ScanDataset(const CorpusTable& table, uint32_t d, const std::vector<uint64_
   }
 }
 
-AuditCorpus CorpusFacts(const CorpusTable& table, const std::vector<TraceRun>& runs, bool bos) {
+AuditCorpus CorpusFacts(const Corpus& corpus, const std::vector<TraceRun>& runs, bool bos) {
+  const CorpusTable& table = corpus.table;
   AuditCorpus facts;
   facts.bos = bos;
   for (const DatasetInfo& d : table.datasets) {
@@ -75,7 +84,7 @@ AuditCorpus CorpusFacts(const CorpusTable& table, const std::vector<TraceRun>& r
   facts.framed_lengths.resize(table.datasets.size());
   for (uint32_t d = 0; d < table.datasets.size(); ++d) {
     if (facts.named_docs[d].empty()) continue;  // not delivered: not read
-    ScanDataset(table, d, facts.named_docs[d], bos, &facts.nonempty[d], &facts.framed_lengths[d]);
+    ScanDataset(corpus, d, facts.named_docs[d], bos, &facts.nonempty[d], &facts.framed_lengths[d]);
   }
   return facts;
 }
@@ -188,7 +197,7 @@ nlohmann::json ReportJson(const std::string& trace_dir, const AuditReport& repor
 }
 
 // Rank 0's part: read, audit, print. Returns the exit code.
-int AuditOnRankZero(const AuditArgs& args, const std::optional<CorpusTable>& corpus) {
+int AuditOnRankZero(const AuditArgs& args, const std::optional<Corpus>& corpus) {
   std::vector<TraceRun> runs = ReadTraceDir(args.trace_dir);
   std::optional<AuditCorpus> facts;
   if (corpus) facts = CorpusFacts(*corpus, runs, args.bos);
@@ -206,8 +215,11 @@ int RunAudit(const AuditArgs& args, const mpi::Comm& world) {
     STOKER_CHECK(!args.bos || !args.data.empty(), ConfigError,
                  "--bos says how the corpus's documents were framed: it needs --data");
   });
-  std::optional<CorpusTable> corpus;
-  if (!args.data.empty()) corpus = DiscoverCorpus(world.get(), args.data);  // collective
+  std::optional<Corpus> corpus;
+  if (!args.data.empty()) {
+    corpus.emplace();
+    corpus->table = DiscoverCorpus(world, args.data, &corpus->arrays);  // collective
+  }
   uint64_t exit_code = 0;
   mpi::FailTogether(world, [&] {
     if (world.rank() == 0) exit_code = AuditOnRankZero(args, corpus);

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "base/check.h"
+#include "checkpoint/checkpoint_lock.h"
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/checkpoint_writer.h"
 #include "checkpoint/restore.h"
@@ -189,10 +190,6 @@ void Loader::Save(const std::string& step_dir) { impl_->Save(step_dir); }
 void Loader::WaitForSave() { impl_->WaitForSave(); }
 uint64_t Loader::step() const { return impl_->delivered().step; }
 
-std::optional<uint64_t> StepFolderWorld(const std::string& step_dir) {
-  return DescribeStepFolder(step_dir).world;
-}
-
 std::optional<std::string> Loader::FindResumeStep(MPI_Comm comm, const std::string& checkpoint_dir,
                                                   const std::vector<std::string>& required_files) {
   return FindNewestCompleteStep(mpi::Comm(comm), checkpoint_dir, required_files);
@@ -200,6 +197,9 @@ std::optional<std::string> Loader::FindResumeStep(MPI_Comm comm, const std::stri
 std::optional<std::string> Loader::PrepareResume(MPI_Comm comm, const std::string& checkpoint_dir,
                                                  const std::vector<std::string>& required_files) {
   const mpi::Comm world(comm);
+  // Before the folder is even read: a run saving into it now is refused, not mistaken for an
+  // interrupted one.
+  LockCheckpointFolder(world, checkpoint_dir);
   const std::optional<std::string> step_dir =
       FindNewestCompleteStep(world, checkpoint_dir, required_files);
   SetAsideStepsAfter(world, checkpoint_dir, step_dir);

@@ -88,8 +88,9 @@ void BindRun(CLI::App& app, TrainOptions& o) {
       ->capture_default_str();
   app.add_option("--result", o.result_file,
                  "Also write the JSON object of the summary line into FILE (rank 0, atomically: "
-                 "temporary file and rename), also when a signal stopped the run early; job "
-                 "scripts read stopped_early and end_step from it. A FILE that cannot be written "
+                 "temporary file and rename), also when a signal stopped the run early "
+                 "(stopped_early, end_step): for "
+                 "the job's own records (RESULT_FILE of jobs/). A FILE that cannot be written "
                  "is an error before training (exit 2)");
 }
 

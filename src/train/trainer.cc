@@ -19,6 +19,7 @@
 #include "stoker/torch.h"
 #include "stoker/trace.h"
 #include "stoker/weights.h"
+#include "train/collectives.h"
 #include "train/model.h"
 #include "train/trainer_checkpoint.h"
 
@@ -50,35 +51,6 @@ int RankIn(MPI_Comm comm) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   return rank;
-}
-
-int SizeOf(MPI_Comm comm) {
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  return size;
-}
-
-// Collective: the ranks of `comm` that share this rank's node (its memory), this one included.
-int RanksOnThisNode(MPI_Comm comm) {
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  int ranks = 1;
-  MPI_Comm_size(node, &ranks);
-  MPI_Comm_free(&node);
-  return ranks;
-}
-
-// Collective: every rank's model checksum (32 hex digits, ModelChecksum), indexed by rank.
-std::vector<std::string> AllChecksums(MPI_Comm comm, int ranks, const std::string& mine) {
-  constexpr int kDigits = 32;
-  if (mine.size() != kDigits) {
-    throw InternalError(fmt::format("a model checksum of {} digits, not {}", mine.size(), kDigits));
-  }
-  std::string all(static_cast<size_t>(kDigits) * ranks, '\0');
-  MPI_Allgather(mine.data(), kDigits, MPI_CHAR, all.data(), kDigits, MPI_CHAR, comm);
-  std::vector<std::string> checksums;
-  for (int r = 0; r < ranks; ++r) checksums.push_back(all.substr(r * kDigits, kDigits));
-  return checksums;
 }
 
 // The text of the summary: names from the file system need not be UTF-8 (a resume folder in

@@ -273,14 +273,17 @@ done
 ok "$work/whole-steps" "$STOKER" steps "$work/whole" --newest --require model.pt
 [ "$(cat "$work/whole-steps.out")" = "10${tab}3${tab}$work/whole/step-10" ] ||
   fail "reshard into a new folder: $(cat "$work/whole-steps.out")"
-[ "$(ls -A "$work/whole")" = step-10 ] || fail "reshard left $(ls -A "$work/whole") behind"
+# Beside the step folder only the lock of the folder it was written into (no staging folder).
+[ "$(ls -A "$work/whole" | tr '\n' ' ')" = ".stoker-lock step-10 " ] ||
+  fail "reshard left $(ls -A "$work/whole") behind"
 # A write that fails midway leaves neither the step folder nor its staging folder.
 rc=0
 STOKER_FAULTS="write:rank-00002-of-00003:1:enospc" "$STOKER" reshard "$st/step-10" \
   --world-size 3 --out "$work/failed/step-10" > "$work/failed.txt" 2>&1 || rc=$?
 [ "$rc" != 0 ] && grep -q "rank-00002-of-00003.ckpt" "$work/failed.txt" ||
   fail "reshard with a failing write: exit $rc: $(cat "$work/failed.txt")"
-[ -z "$(ls -A "$work/failed")" ] || fail "a failed reshard left $(ls -A "$work/failed") behind"
+[ "$(ls -A "$work/failed")" = .stoker-lock ] ||
+  fail "a failed reshard left $(ls -A "$work/failed") behind"
 refused "reshard into an existing step folder" "already holds a loader checkpoint" \
   "$STOKER" reshard "$st/step-10" --world-size 3 --out "$work/whole/step-10"
 echo "ok: reshard into a new folder: whole (trainer files copied), published in one rename"
