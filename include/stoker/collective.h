@@ -7,8 +7,9 @@
 // every rank (of any size: large payloads go in pieces).
 //
 // All three take a communicator the caller owns and are collective over it: every rank calls
-// them, in the same order. A failing MPI call is an MpiError. Not thread safe: one thread per
-// communicator. libstoker.
+// them, in the same order. Each call duplicates the communicator for its own messages (one
+// MPI_Comm_dup, a collective of its own: fine at a save or at start-up, not for every step).
+// A failing MPI call is an MpiError. Not thread safe: one thread per communicator. libstoker.
 #pragma once
 
 #include <mpi.h>
