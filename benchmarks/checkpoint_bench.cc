@@ -23,12 +23,12 @@
 #include <string>
 #include <vector>
 
-#include "base/log.h"
 #include "checkpoint/checkpoint_store.h"
 #include "core/random.h"
 #include "core/rescale.h"
 #include "mpi/comm.h"
 #include "stoker/loader.h"
+#include "stoker/log.h"
 
 namespace stoker {
 namespace {

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "base/log.h"
 #include "cli/commands.h"
 #include "mpi/comm.h"
 #include "stoker/error.h"
+#include "stoker/log.h"
 #include "stoker/number_options.h"
 
 namespace {

@@ -8,9 +8,9 @@
 #include <optional>
 #include <string>
 
-#include "base/log.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "stoker/log.h"
 
 namespace stoker::cli {
 

@@ -20,10 +20,10 @@
 #include <string>
 
 #include "base/check.h"
-#include "base/log.h"
 #include "checkpoint/checkpoint_stats.h"
 #include "checkpoint/checkpoint_store.h"
 #include "cli/commands.h"
+#include "stoker/log.h"
 
 namespace stoker::cli {
 

@@ -19,16 +19,16 @@
 #include <vector>
 
 #include "base/check.h"
-#include "base/log.h"
 #include "cli/commands.h"
 #include "cli/config_file.h"
 #include "cli/json_text.h"
-#include "core/weights.h"
 #include "loader/piece_trace.h"
 #include "os/files.h"
 #include "os/posix_io.h"
 #include "os/unique_fd.h"
 #include "stoker/loader.h"
+#include "stoker/log.h"
+#include "stoker/weights.h"
 
 namespace stoker::cli {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "base/log.h"
 #include "cli/commands.h"
+#include "stoker/log.h"
 
 namespace stoker::cli {
 

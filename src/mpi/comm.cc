@@ -7,8 +7,8 @@
 
 #include "base/bytes.h"
 #include "base/check.h"
-#include "base/log.h"
 #include "stoker/collective.h"
+#include "stoker/log.h"
 
 namespace stoker::mpi {
 

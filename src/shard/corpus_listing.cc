@@ -11,8 +11,8 @@
 #include <utility>
 
 #include "base/check.h"
-#include "base/log.h"
 #include "shard/discovery.h"
+#include "stoker/log.h"
 
 namespace stoker {
 

@@ -1,4 +1,0 @@
-// The `--weights` syntax is public API: stoker/weights.h.
-#pragma once
-
-#include "stoker/weights.h"
