@@ -1,13 +1,16 @@
 # shellcheck shell=bash
-# Shared by the job scripts in jobs/slurm/ and jobs/mpirun/ (sourced, bash): the settings with
-# their defaults (one place for all six scripts), launching the trainer so that a signal makes it
-# save and stop instead of dying, and requeueing. What a checkpoint folder holds is stoker's to
+# Shared by the job scripts in jobs/slurm/ and jobs/mpirun/ (sourced, bash 5.1 or later): the
+# settings with their defaults (one place for all six scripts), checked before anything is
+# launched, launching the trainer so that a signal makes it save and stop instead of dying, and
+# requeueing. What a checkpoint folder holds is stoker's to
 # say: `stoker steps` finds the newest complete step (the rule a resume applies) and
 # `stoker reshard` makes a whole resharded step folder; no step folder is checked here.
 #
-# Settings: environment variables; a value set before the script runs wins over the default.
+# Settings: environment variables; a value set before the script runs wins over the default,
+# and one set to nothing is an error (the trainer's --check names it), not the default.
 #   STOKER_HOME      the stoker checkout (default: the folder holding jobs/)
-#   STOKER_TRAIN     the trainer program (default $STOKER_HOME/build/stoker-train)
+#   STOKER_TRAIN     the trainer program (default $STOKER_HOME/build/stoker-train); another
+#                    trainer must take stoker-train's flags, --check and --ready-file included
 #   STOKER           the stoker program: steps, reshard, inspect ($STOKER_HOME/build/stoker)
 #   CORPUS           the corpus folder, --data ($STOKER_HOME/out/corpus)
 #   CHECKPOINT_DIR   where step-<N>/ folders go; on storage every node sees
@@ -27,23 +30,28 @@
 #   NP               ranks, for jobs/mpirun/ only (2); under Slurm the job's tasks decide
 #   REQUEUE          Slurm only: 1 (default) requeues the job after a SIGUSR1 made the trainer
 #                    save and stop early (a preemption or time-limit warning); 0 does not
+#   IDLE_REQUEUES    Slurm only: requeues in a row that found no newer complete step, after
+#                    which the job stops requeueing (3; 0: no limit)
+#   WARNING_SECONDS  Slurm only: the warning offset of --signal=B:USR1@N, when it was given on
+#                    sbatch's command line (default: from SBATCH_SIGNAL or the script's #SBATCH
+#                    --signal line); a time limit at or below it is refused
 #   For reshard: WORLD_SIZE (the new rank count; required), STEP (the step to reshard; default
 #   the newest complete one), NEW_CHECKPOINT_DIR (where its step-<N>/ goes;
 #   default "$CHECKPOINT_DIR-to-$WORLD_SIZE").
 
 stoker_settings() {
   : "${STOKER_HOME:?STOKER_HOME must name the stoker checkout}"
-  : "${STOKER_TRAIN:=$STOKER_HOME/build/stoker-train}"
-  : "${STOKER:=$STOKER_HOME/build/stoker}"
-  : "${CORPUS:=$STOKER_HOME/out/corpus}"
-  : "${CHECKPOINT_DIR:=$STOKER_HOME/out/checkpoints}"
-  : "${STEPS:=300}" "${SAVE_EVERY:=50}" "${WEIGHTS:=}"
-  : "${SEQ_LEN:=128}" "${BATCH_SIZE:=16}" "${SEED:=0}"
+  # `=`, not `:=`: a setting given as empty (CHECKPOINT_DIR="") stays empty, and the trainer's
+  # --check refuses it by name instead of the default silently taking its place.
+  : "${STOKER_TRAIN=$STOKER_HOME/build/stoker-train}" "${STOKER=$STOKER_HOME/build/stoker}"
+  : "${CORPUS=$STOKER_HOME/out/corpus}" "${CHECKPOINT_DIR=$STOKER_HOME/out/checkpoints}"
+  : "${STEPS=300}" "${SAVE_EVERY=50}" "${WEIGHTS:=}"
+  : "${SEQ_LEN=128}" "${BATCH_SIZE=16}" "${SEED=0}"
   : "${TRACE_DIR:=}" "${TRAIN_ARGS:=}" "${RESULT_FILE:=}"
   : "${TRAINER_FILES=model.pt optimizer.pt trainer.json}"
-  : "${LAUNCHER:=mpirun}" "${MPIRUN:=mpirun}" "${NP:=2}" "${REQUEUE:=1}"
-  : "${WORLD_SIZE:=}" "${STEP:=}" "${NEW_CHECKPOINT_DIR:=}"
-  CHECKPOINT_DIR=${CHECKPOINT_DIR%/}
+  : "${LAUNCHER:=mpirun}" "${MPIRUN:=mpirun}" "${NP=2}" "${REQUEUE:=1}" "${IDLE_REQUEUES=3}"
+  : "${WARNING_SECONDS:=}" "${WORLD_SIZE:=}" "${STEP:=}" "${NEW_CHECKPOINT_DIR:=}"
+  [ "$CHECKPOINT_DIR" = / ] || CHECKPOINT_DIR=${CHECKPOINT_DIR%/}
 }
 
 # Messages go to stderr, so stdout holds only the trainer's output (its JSON result line).
@@ -86,68 +94,175 @@ _stoker_steps() {
   IFS=$'\t' read -r STEP_NUMBER STEP_WORLD STEP_PATH <<< "$line" || true
 }
 
-# stoker_train_command NP_ARGS...: the trainer's command line, in the array STOKER_CMD; the
-# arguments are the launcher's (e.g. mpirun -np 4). Always --resume: the trainer starts at step
-# 0 when there is no checkpoint yet, so a requeued or repeated job goes on where it was.
+# stoker_train_command LAUNCHER_ARGS...: the trainer's command line, in the array STOKER_CMD;
+# the arguments are the launcher's (e.g. mpirun -np 4). Always --resume: the trainer starts at
+# step 0 when there is no checkpoint yet, so a requeued or repeated job goes on where it was.
+# STOKER_ARGS holds the trainer's flags alone, and _stoker_setting_of the setting behind each.
 stoker_train_command() {
-  STOKER_CMD=("$@" "$STOKER_TRAIN" --data "$CORPUS" --steps "$STEPS"
-              --checkpoint-dir "$CHECKPOINT_DIR" --save-every "$SAVE_EVERY" --resume
-              --seq-len "$SEQ_LEN" --batch-size "$BATCH_SIZE" --seed "$SEED")
-  [ -z "$WEIGHTS" ] || STOKER_CMD+=(--weights "$WEIGHTS")
-  [ -z "$TRACE_DIR" ] || STOKER_CMD+=(--trace "$TRACE_DIR")
-  [ -z "$RESULT_FILE" ] || STOKER_CMD+=(--result "$RESULT_FILE")
+  STOKER_ARGS=()
+  declare -gA _stoker_setting_of=()
+  _stoker_arg CORPUS --data "$CORPUS"
+  _stoker_arg STEPS --steps "$STEPS"
+  _stoker_arg CHECKPOINT_DIR --checkpoint-dir "$CHECKPOINT_DIR"
+  _stoker_arg SAVE_EVERY --save-every "$SAVE_EVERY"
+  STOKER_ARGS+=(--resume)
+  _stoker_arg SEQ_LEN --seq-len "$SEQ_LEN"
+  _stoker_arg BATCH_SIZE --batch-size "$BATCH_SIZE"
+  _stoker_arg SEED --seed "$SEED"
+  [ -z "$WEIGHTS" ] || _stoker_arg WEIGHTS --weights "$WEIGHTS"
+  [ -z "$TRACE_DIR" ] || _stoker_arg TRACE_DIR --trace "$TRACE_DIR"
+  [ -z "$RESULT_FILE" ] || _stoker_arg RESULT_FILE --result "$RESULT_FILE"
+  local extra=() flag
   # shellcheck disable=SC2206  # TRAIN_ARGS is a list of flags, split on spaces on purpose
-  [ -z "$TRAIN_ARGS" ] || STOKER_CMD+=($TRAIN_ARGS)
+  extra=($TRAIN_ARGS)
+  for flag in "${extra[@]}"; do
+    [[ "$flag" != --* ]] || _stoker_setting_of[${flag%%=*}]=TRAIN_ARGS
+  done
+  STOKER_ARGS+=("${extra[@]}")
+  STOKER_CMD=("$@" "$STOKER_TRAIN" "${STOKER_ARGS[@]}")
 }
 
-# A signal to the script (Slurm's warning USR1, scancel, Ctrl-C, kill) reaches the trainer as
-# SIGUSR1 (the launcher forwards it to every rank): all ranks stop at the same next step, save
-# it and exit 0. USR1, not TERM: mpirun answers SIGTERM by passing it on and killing the ranks
-# about a second later, before they could save. A second INT or TERM means "now": the launcher
-# gets SIGTERM.
+_stoker_arg() {  # _stoker_arg SETTING FLAG VALUE
+  STOKER_ARGS+=("$2" "$3")
+  _stoker_setting_of[$2]=$1
+}
+
+# stoker_check_settings: every setting, checked before anything is launched; exits 2
+# naming the wrong ones. The trainer's own options go through its --check: the option parsing
+# and checks of the run itself (stoker-train's OptionProblems), in one process without MPI, so
+# that no rule is written twice. Call after stoker_train_command.
+stoker_check_settings() {
+  local out rc=0 flag named=() setting
+  stoker_need_program STOKER_TRAIN "$STOKER_TRAIN"
+  stoker_need_program STOKER "$STOKER"
+  [[ "$REQUEUE" =~ ^[01]$ ]] || stoker_fail "REQUEUE must be 0 or 1, not '$REQUEUE'"
+  [[ "$IDLE_REQUEUES" =~ ^[0-9]+$ ]] ||
+    stoker_fail "IDLE_REQUEUES must be a whole number, not '$IDLE_REQUEUES'"
+  out=$("$STOKER_TRAIN" --check "${STOKER_ARGS[@]}" 2>&1) || rc=$?
+  [ "$rc" != 0 ] || return 0
+  printf '%s\n' "$out" | sed 's/^/  /' >&2
+  for flag in "${!_stoker_setting_of[@]}"; do
+    setting=${_stoker_setting_of[$flag]}
+    if grep -qF -- "$flag" <<< "$out" && [[ " ${named[*]} " != *" $setting="* ]]; then
+      named+=("$setting='${!setting}'")
+    fi
+  done
+  [ ${#named[@]} -gt 0 ] || named=("(see above)")
+  stoker_fail "wrong setting: ${named[*]}: $STOKER_TRAIN --check said so (above, exit $rc);" \
+    "nothing was launched"
+}
+
+# Signals. From the script's first line on (each job script traps them before it sources this
+# file, in STOKER_EARLY_SIGNALS), a signal is remembered in STOKER_SIGNAL and never lost:
+#   - before the launch: the trainer is not started (nothing to save); under Slurm a SIGUSR1
+#     still requeues the job;
+#   - after it: the signal reaches the ranks as SIGUSR1 (the launcher forwards it to each) once
+#     rank 0 has created the trainer's --ready-file, i.e. once every rank can take it; before
+#     that, mpirun would forward it to ranks that do not exist yet or cannot catch it yet, and
+#     the run would go on to the end. If the ranks never get there (120 s), the launcher is
+#     stopped and, under Slurm, the job requeued;
+#   - all ranks then stop at the same next step, save it and exit 0. USR1, not TERM: mpirun
+#     answers SIGTERM by passing it on and killing the ranks about a second later, before they
+#     could save. A second INT or TERM means "now": the launcher gets SIGTERM.
+stoker_catch_signals() {
+  local signal
+  STOKER_SIGNAL="" _stoker_pending="" _stoker_launching="" _stoker_pid="" _stoker_ready=""
+  trap '_stoker_on_signal USR1' USR1
+  trap '_stoker_on_signal TERM' TERM
+  trap '_stoker_on_signal INT' INT
+  for signal in ${STOKER_EARLY_SIGNALS:-}; do _stoker_on_signal "$signal"; done
+}
+
 _stoker_on_signal() {
   local signal=$1
   if [ -z "$STOKER_SIGNAL" ]; then
-    STOKER_SIGNAL=$signal
-    stoker_say "got SIG$signal: asking the trainer (launcher pid $_stoker_pid) to save and stop"
-    kill -USR1 "$_stoker_pid" 2> /dev/null || true
-  elif [ "$signal" != USR1 ]; then
+    STOKER_SIGNAL=$signal _stoker_pending=$SECONDS
+    if [ -z "$_stoker_launching" ]; then
+      stoker_say "got SIG$signal before the launch: the trainer will not be started"
+    else
+      stoker_say "got SIG$signal: asking the trainer to save and stop"
+      _stoker_deliver
+    fi
+  elif [ "$signal" != USR1 ] && [ -n "$_stoker_pid" ]; then
     stoker_say "got SIG$signal again: stopping the launcher now, without a save"
     kill -TERM "$_stoker_pid" 2> /dev/null || true
   fi
 }
 
-# stoker_launch: runs STOKER_CMD, forwarding signals as above, and waits for it. Sets
-# STOKER_RC (its exit code) and STOKER_SIGNAL (the first signal received, or empty).
+# Hands a pending signal to the launcher once the ranks can take it (see above).
+_stoker_deliver() {
+  [ -n "$_stoker_pending" ] && [ -n "$_stoker_pid" ] || return 0
+  if [ -e "$_stoker_ready" ]; then
+    kill -USR1 "$_stoker_pid" 2> /dev/null || true
+    stoker_say "sent SIGUSR1 to the ranks (launcher pid $_stoker_pid)"
+    _stoker_pending=""
+  elif [ $((SECONDS - _stoker_pending)) -ge 120 ]; then
+    stoker_say "the ranks did not start within 120 s of SIG$STOKER_SIGNAL: stopping the launcher"
+    kill -TERM "$_stoker_pid" 2> /dev/null || true
+    _stoker_pending=""
+  fi
+}
+
+# stoker_launch: runs STOKER_CMD (with --ready-file), delivering signals as above, and waits for
+# it; or, after a signal came first, does not. Sets STOKER_RC (its exit code; 0 when it did not
+# start) and STOKER_SIGNAL (the first signal received, or empty). The ready file lies in
+# CHECKPOINT_DIR, storage that rank 0 and this script both see (rank 0 may run on another node).
 stoker_launch() {
-  STOKER_SIGNAL=""
+  STOKER_RC=0
+  _stoker_launching=1
+  if [ -n "$STOKER_SIGNAL" ]; then
+    stoker_say "not starting the trainer: SIG$STOKER_SIGNAL came first (nothing to save)"
+    return
+  fi
+  _stoker_ready=$CHECKPOINT_DIR/.stoker-ready-$(hostname)-$$
+  rm -f "$_stoker_ready"
+  STOKER_CMD+=(--ready-file "$_stoker_ready")
+  # Open MPI's banner after a rank's non-zero exit ("Primary job terminated normally, but ...")
+  # repeats what the trainer said; the exit is explained below instead.
+  export OMPI_MCA_orte_execute_quiet=1
   stoker_say "running: ${STOKER_CMD[*]}"
   # In a session of its own: a Ctrl-C in the terminal reaches this script only, which forwards
   # it as above, instead of also reaching mpirun (which would kill the ranks) and the ranks.
   setsid "${STOKER_CMD[@]}" &
   _stoker_pid=$!
-  trap '_stoker_on_signal USR1' USR1
-  trap '_stoker_on_signal TERM' TERM
-  trap '_stoker_on_signal INT' INT
-  # `wait` returns early whenever a trapped signal arrives; wait again until the launcher is
-  # gone (a launcher that ended but was not waited for yet still answers kill -0).
-  while true; do
-    STOKER_RC=0
-    wait "$_stoker_pid" || STOKER_RC=$?
-    kill -0 "$_stoker_pid" 2> /dev/null || break
-  done
-  trap - USR1 TERM INT
-  stoker_say "the trainer's launcher exited with code $STOKER_RC"
+  _stoker_wait
+  rm -f "$_stoker_ready"
+  case "$STOKER_RC" in
+    0) stoker_say "the trainer's launcher exited with code 0" ;;
+    1) stoker_say "the trainer failed (exit code 1): its error is above" ;;
+    2) stoker_say "the trainer refused its settings (exit code 2): see above" ;;
+    *) stoker_say "the trainer's launcher exited with code $STOKER_RC$( [ "$STOKER_RC" -le 128 ] ||
+         echo ": a rank or the launcher was killed by signal $((STOKER_RC - 128))" \
+              "($(kill -l $((STOKER_RC - 128)) 2> /dev/null || echo ?))")" ;;
+  esac
 }
 
-# stoker_check_inputs train|resume RANKS: the programs, the corpus and the checkpoint folder,
-# checked before launching anything; says where the run starts. For resume, refuses (exit 2)
-# when CHECKPOINT_DIR holds no step folder.
+# Waits for the launcher; with a signal pending, wakes every 0.2 s to deliver it. `wait -n -p`
+# (bash 5.1) returns when the launcher ends, or early when a trapped signal arrives.
+_stoker_wait() {
+  local ended status sleeper
+  while true; do
+    _stoker_deliver
+    sleeper=""
+    if [ -n "$_stoker_pending" ]; then
+      sleep 0.2 &
+      sleeper=$!
+    fi
+    ended="" status=0
+    wait -n -p ended "$_stoker_pid" ${sleeper:+"$sleeper"} || status=$?
+    [ -z "$sleeper" ] || kill "$sleeper" 2> /dev/null || true
+    if [ "${ended:-}" = "$_stoker_pid" ]; then
+      STOKER_RC=$status
+      return
+    fi
+  done
+}
+
+# stoker_check_inputs train|resume RANKS: the checkpoint folder, checked before launching
+# anything; says where the run starts. For resume, refuses (exit 2) when CHECKPOINT_DIR holds
+# no step folder. Call after stoker_check_settings.
 stoker_check_inputs() {
   local mode=$1 ranks=$2
-  stoker_need_program STOKER_TRAIN "$STOKER_TRAIN"
-  [ -d "$CORPUS" ] || stoker_fail "no corpus folder at CORPUS=$CORPUS (make one with" \
-    "scripts/default-corpus.sh $CORPUS, or set CORPUS)"
   if ! stoker_newest_step "$CHECKPOINT_DIR"; then
     [ "$mode" != resume ] || stoker_fail "nothing to resume: no complete step-<N> folder in" \
       "CHECKPOINT_DIR=$CHECKPOINT_DIR (a complete one holds loader/rank-R-of-W.ckpt for every" \
@@ -160,6 +275,17 @@ stoker_check_inputs() {
   stoker_say "newest complete checkpoint: $STEP_PATH, saved on $STEP_WORLD ranks, now $ranks:" \
     "the trainer resumes from it$([ "$STEP_WORLD" = "$ranks" ] || echo " and the loader" \
     "rescales its state (no token lost or repeated)")"
+}
+
+# stoker_start MODE RANKS LAUNCHER_ARGS...: what every training job does before its launch:
+# signals caught, settings checked, the checkpoint folder looked at, the command built.
+stoker_start() {
+  local mode=$1 ranks=$2
+  shift 2
+  stoker_catch_signals
+  stoker_train_command "$@"
+  stoker_check_settings
+  stoker_check_inputs "$mode" "${ranks:-?}"
 }
 
 # stoker_slurm_train train|resume: the body of jobs/slurm/train.sbatch and resume.sbatch. The
@@ -180,29 +306,84 @@ stoker_slurm_train() {
     srun) launcher=(srun --export=ALL --mpi=pmix --kill-on-bad-exit=1) ;;
     *) stoker_fail "LAUNCHER must be mpirun or srun, not '$LAUNCHER'" ;;
   esac
-  stoker_check_inputs "$mode" "${ranks:-?}"
-  stoker_train_command "${launcher[@]}"
+  _stoker_check_time_limit
+  stoker_start "$mode" "$ranks" "${launcher[@]}"
   stoker_launch
   if [ "$STOKER_SIGNAL" = USR1 ] && [ "$REQUEUE" = 1 ]; then
     _stoker_requeue
   fi
+  rm -f "$CHECKPOINT_DIR/.stoker-requeues"
   exit "$STOKER_RC"
 }
 
+# A time limit at or below the warning offset (#SBATCH --signal=B:USR1@N) would have Slurm send
+# the warning at once, every time: the job would save a step and requeue itself every few
+# seconds, for ever. Refused (exit 2) before anything starts. The offset: WARNING_SECONDS, else
+# SBATCH_SIGNAL, else the script's own #SBATCH --signal line (Slurm runs a copy of it: $0); an
+# offset given as `sbatch --signal=...` on the command line is not visible here: set
+# WARNING_SECONDS with it.
+_stoker_check_time_limit() {
+  local limit seconds offset=$WARNING_SECONDS spec
+  if [ -z "$offset" ]; then
+    spec=${SBATCH_SIGNAL:-$(sed -n 's/^#SBATCH[[:space:]]*--signal[= ]\([^[:space:]]*\).*/\1/p' \
+                                   "$0" 2> /dev/null | head -n 1)}
+    [[ "$spec" != *@* ]] || offset=${spec##*@}
+  fi
+  [[ "$offset" =~ ^[0-9]+$ ]] || return 0
+  limit=$(squeue -h -j "${SLURM_JOB_ID:-0}" -o %l 2> /dev/null) || return 0
+  seconds=$(_stoker_seconds "$limit") || return 0  # UNLIMITED, or not known
+  [ "$seconds" -gt "$offset" ] || stoker_fail "the job's time limit ($limit) is at or below" \
+    "the warning offset of $offset s (--signal=B:USR1@$offset): Slurm would send the warning" \
+    "at once and the job requeue itself for ever. Raise --time, or lower the offset (and set" \
+    "WARNING_SECONDS if --signal was given on sbatch's command line)"
+  stoker_say "time limit $limit; the warning comes $offset s before it"
+}
+
+# _stoker_seconds D-HH:MM:SS|HH:MM:SS|MM:SS|MM: Slurm's time format, in seconds.
+_stoker_seconds() {
+  local text=$1 days=0 parts=()
+  [[ "$text" =~ ^([0-9]+-)?[0-9]+(:[0-9]+){0,2}$ ]] || return 1
+  if [[ "$text" == *-* ]]; then days=${text%%-*} text=${text#*-}; fi
+  IFS=: read -ra parts <<< "$text"
+  case ${#parts[@]} in
+    1) echo $((days * 86400 + 10#${parts[0]} * 60)) ;;
+    2) echo $((days * 86400 + 10#${parts[0]} * 60 + 10#${parts[1]})) ;;
+    3) echo $((days * 86400 + 10#${parts[0]} * 3600 + 10#${parts[1]} * 60 + 10#${parts[2]})) ;;
+  esac
+}
+
 # After SIGUSR1: requeue unless the newest complete step has reached STEPS (the trainer saves
-# the step it stops at, and the last one). A trainer that failed after the signal (e.g. it came
-# before the ranks could catch it) is requeued too: the job is about to end, and the next run
-# goes on from the newest complete step.
+# the step it stops at, and the last one), or the job has been requeued IDLE_REQUEUES times in a
+# row without a newer complete step (CHECKPOINT_DIR/.stoker-requeues counts them: "STEP COUNT"):
+# a warning that comes before a step and its save can finish, every time, would otherwise
+# requeue the job for ever. A trainer that failed after the signal is requeued too: the job is
+# about to end, and the next run goes on from the newest complete step.
 _stoker_requeue() {
-  local from="step 0 (no complete checkpoint)"
+  local from="step 0 (no complete checkpoint)" newest=none record=$CHECKPOINT_DIR/.stoker-requeues
+  local last="" idle=0
   if ! _stoker_steps "$CHECKPOINT_DIR" --newest; then
-    from="its newest complete step (stoker steps failed above)"
+    from="its newest complete step (stoker steps failed above)" newest=unknown
   elif [ -n "$STEP_PATH" ]; then
     if [ "$STEP_NUMBER" -ge "$STEPS" ]; then
       stoker_say "the trainer reached step $STEP_NUMBER of $STEPS: no requeue"
+      rm -f "$record"
       return 0
     fi
-    from=$STEP_PATH
+    from=$STEP_PATH newest=$STEP_NUMBER
+  fi
+  { read -r last idle < "$record"; } 2> /dev/null || true
+  if [ "$last" = "$newest" ] && [[ "$idle" =~ ^[0-9]+$ ]]; then idle=$((idle + 1)); else idle=0; fi
+  if [ "$idle" -ge "$IDLE_REQUEUES" ] && [ "$IDLE_REQUEUES" -gt 0 ]; then
+    rm -f "$record"
+    stoker_say "error: not requeueing job $SLURM_JOB_ID: requeued $idle time(s) in a row" \
+      "without a newer complete step than $from. The warning comes before a step and its save" \
+      "can finish: raise the time limit or the --signal offset (IDLE_REQUEUES=$IDLE_REQUEUES" \
+      "requeues without progress are allowed; 0: no limit)"
+    exit 1
+  fi
+  if ! { printf '%s %s\n' "$newest" "$idle" > "$record.tmp" && mv -f "$record.tmp" "$record"; }
+  then
+    stoker_say "warning: cannot record the requeue in $record"
   fi
   [ "$STOKER_RC" = 0 ] || stoker_say "the trainer did not stop cleanly after SIGUSR1" \
     "(exit $STOKER_RC); requeueing all the same"
@@ -220,10 +401,10 @@ stoker_mpirun_train() {
   stoker_settings
   [ "$LAUNCHER" = mpirun ] ||
     stoker_fail "jobs/mpirun/ launches with mpirun only, not LAUNCHER=$LAUNCHER"
-  stoker_check_inputs "$mode" "$NP"
+  [[ "$NP" =~ ^[1-9][0-9]*$ ]] || stoker_fail "NP must be the number of ranks, 1 or more, not '$NP'"
   # shellcheck disable=SC2206  # MPIRUN is a command and its flags
   local launcher=($MPIRUN -np "$NP")
-  stoker_train_command "${launcher[@]}"
+  stoker_start "$mode" "$NP" "${launcher[@]}"
   stoker_launch
   exit "$STOKER_RC"
 }

@@ -35,8 +35,9 @@ case "$kind" in
     # cli.checkpoint_tools and cli.run run here. cli.checkpoint_lock (84 s here) waits on real
     # runs that hold and lose a folder's lock; the lock's code runs here in every CLI test that
     # saves (cli.run, cli.checkpoint_faults: Loader::PrepareResume, PrepareFreshStart) and in
-    # cli.checkpoint_tools (a whole-folder reshard).
-    exclude='^cli\.(soak|empty_documents|options|errors|synth_inspect_verify|checkpoint_lock)$'
+    # cli.checkpoint_tools (a whole-folder reshard). cli.interrupted_steps repeats resumes that
+    # cli.checkpoint_faults runs here; the listing and removal run here in unit InterruptedSteps.
+    exclude='^cli\.(soak|empty_documents|options|errors|synth_inspect_verify|checkpoint_lock|interrupted_steps)$'
     ;;
   thread)
     build_dir=${STOKER_TSAN_BUILD_DIR:-build-tsan}

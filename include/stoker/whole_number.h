@@ -1,6 +1,6 @@
 // The check of a whole number as typed on a command line, without CLI11 (libstoker): whether a
 // value may go to strtoull (base 0, as CLI11 converts unsigned options) and mean the number it
-// looks like. stoker/number_options.h applies it to every unsigned option of a CLI11 app.
+// looks like. stoker/option_checks.h applies it to every unsigned option of a CLI11 app.
 // Thread safe (no state).
 #pragma once
 

@@ -11,8 +11,13 @@
 # repeated; the log says "resumed from DIR/step-N (saved on W ranks, now W')". STEPS is the
 # global step to reach: raise it to go further. Signals and output as in train.sh.
 set -uo pipefail
+# A signal is caught from here on (jobs/common.sh says what it does once sourced).
+# shellcheck disable=SC2064  # $s is expanded now, on purpose
+for s in USR1 TERM INT; do trap "STOKER_EARLY_SIGNALS+=' $s'" "$s"; done
 STOKER_HOME=${STOKER_HOME:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 export STOKER_HOME
+[ -f "$STOKER_HOME/jobs/common.sh" ] ||
+  { echo "error: STOKER_HOME=$STOKER_HOME holds no jobs/common.sh: set STOKER_HOME" >&2; exit 2; }
 # shellcheck source=/dev/null
 [ ! -f "$STOKER_HOME/scripts/env.sh" ] || source "$STOKER_HOME/scripts/env.sh"
 source "$STOKER_HOME/jobs/common.sh"

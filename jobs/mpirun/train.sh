@@ -14,8 +14,13 @@
 # transport: settings for one machine). Prints what it runs on stderr, the trainer's one JSON
 # result line on stdout. Exit code: mpirun's; 2 when a setting is wrong.
 set -uo pipefail
+# A signal is caught from here on (jobs/common.sh says what it does once sourced).
+# shellcheck disable=SC2064  # $s is expanded now, on purpose
+for s in USR1 TERM INT; do trap "STOKER_EARLY_SIGNALS+=' $s'" "$s"; done
 STOKER_HOME=${STOKER_HOME:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 export STOKER_HOME
+[ -f "$STOKER_HOME/jobs/common.sh" ] ||
+  { echo "error: STOKER_HOME=$STOKER_HOME holds no jobs/common.sh: set STOKER_HOME" >&2; exit 2; }
 # shellcheck source=/dev/null
 [ ! -f "$STOKER_HOME/scripts/env.sh" ] || source "$STOKER_HOME/scripts/env.sh"
 source "$STOKER_HOME/jobs/common.sh"

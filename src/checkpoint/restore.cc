@@ -9,6 +9,7 @@
 #include "checkpoint/checkpoint_lock.h"
 #include "checkpoint/checkpoint_step.h"
 #include "checkpoint/checkpoint_store.h"
+#include "checkpoint/interrupted_steps.h"
 #include "core/partition.h"
 #include "core/rescale.h"
 
@@ -38,16 +39,20 @@ void SetAsideStepsAfter(const mpi::Comm& comm, const std::string& checkpoint_dir
     const uint64_t resume_step = resume_dir ? DescribeStepFolder(*resume_dir).step : 0;
     for (const StepFolder& folder : ListStepFolders(checkpoint_dir)) {
       if (folder.step <= resume_step) continue;
-      std::string aside = folder.path + ".interrupted";
-      for (int k = 1; std::filesystem::exists(aside); ++k) {
-        aside = fmt::format("{}.interrupted-{}", folder.path, k);
-      }
+      const std::string aside = InterruptedStepName(folder.path);
       std::error_code ec;
       std::filesystem::rename(folder.path, aside, ec);
       STOKER_CHECK(!ec, IoError, "cannot move the interrupted step {} aside to {}: {}", folder.path,
                    aside, ec.message());
       spdlog::warn("moved the interrupted step {} aside to {}: this run saves its own", folder.path,
                    aside);
+    }
+    if (const size_t aside = ListInterruptedSteps(checkpoint_dir, false).size();
+        aside > kInterruptedStepsKept) {
+      spdlog::warn(
+          "{} holds {} step folders set aside by resumes: `stoker steps {} --interrupted "
+          "--remove` deletes all but the newest {}",
+          checkpoint_dir, aside, checkpoint_dir, kInterruptedStepsKept);
     }
   });
 }

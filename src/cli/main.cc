@@ -15,7 +15,7 @@
 #include "mpi/comm.h"
 #include "stoker/error.h"
 #include "stoker/log.h"
-#include "stoker/number_options.h"
+#include "stoker/option_checks.h"
 
 namespace {
 
@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
         stoker::cli::SetupSteps(app),   stoker::cli::SetupAudit(app)};
     app.formatter(std::make_shared<SummaryFormatter>());
     app.footer("stoker SUBCOMMAND --help explains a subcommand and its options.");
-    stoker::CheckUnsignedOptions(&app);
+    stoker::CheckOptionValues(&app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

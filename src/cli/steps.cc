@@ -12,8 +12,14 @@
 //              complete, as a resume refuses
 //   --step N   the same line for step-<N>, refused naming what is missing when it is not
 //              complete
+//   --interrupted [--keep K] [--remove]
+//              the step folders a resume set aside (checkpoint/interrupted_steps.h), newest
+//              first, with their sizes; --remove deletes all but the newest K (default 3),
+//              holding the folder's lock (checkpoint/checkpoint_lock.h) so that no run is using
+//              it at the time
 // Names only, never the files' content: `stoker inspect` reads and checks that.
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -22,8 +28,11 @@
 
 #include "base/check.h"
 #include "base/text_table.h"
+#include "checkpoint/checkpoint_lock.h"
 #include "checkpoint/checkpoint_store.h"
+#include "checkpoint/interrupted_steps.h"
 #include "cli/commands.h"
+#include "stoker/memory.h"
 
 namespace stoker::cli {
 
@@ -34,6 +43,9 @@ struct StepsOptions {
   std::vector<std::string> required_files;  // --require
   bool newest = false;                      // --newest
   std::optional<uint64_t> step;             // --step
+  bool interrupted = false;                 // --interrupted
+  uint64_t keep = kInterruptedStepsKept;    // --keep
+  bool remove = false;                      // --remove
 };
 
 std::string StepLine(const StepFolder& folder) {
@@ -50,7 +62,50 @@ std::string StepsTable(const std::vector<StepFolder>& steps) {
   return Tabulate(rows, {2, 3});
 }
 
+std::string UtcTime(int64_t unix_seconds) {
+  const auto time = static_cast<std::time_t>(unix_seconds);
+  std::tm utc{};
+  gmtime_r(&time, &utc);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &utc);
+  return text;
+}
+
+// --interrupted: the set-aside folders, newest first; with --remove (rank 0 holding the lock),
+// all but the newest `keep` are deleted.
+std::string Interrupted(const StepsOptions& options) {
+  const std::vector<InterruptedStep> steps = ListInterruptedSteps(options.checkpoint_dir);
+  if (steps.empty())
+    return fmt::format("{} holds no interrupted step folder\n", options.checkpoint_dir);
+  std::vector<std::vector<std::string>> rows = {
+      {"step", "size", "written (UTC)", "status", "path"}};
+  uint64_t removed = 0, removed_bytes = 0, removable = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const InterruptedStep& s = steps[i];
+    std::string fate = i < options.keep ? "kept" : "removable";
+    if (i >= options.keep && options.remove) {
+      RemoveInterruptedStep(s);
+      fate = "removed";
+      ++removed;
+      removed_bytes += s.bytes;
+    } else if (i >= options.keep) {
+      ++removable;
+    }
+    rows.push_back({fmt::format("{}", s.step), FormatBytes(static_cast<double>(s.bytes)),
+                    UtcTime(s.written_ns / 1'000'000'000), fate, s.path});
+  }
+  std::string out = Tabulate(rows, {2, 3, 4});
+  if (removed > 0) {
+    out += fmt::format("removed {} folders ({}), kept the newest {}\n", removed,
+                       FormatBytes(static_cast<double>(removed_bytes)), options.keep);
+  } else if (removable > 0) {
+    out += fmt::format("{} beyond the newest {}: --remove deletes them\n", removable, options.keep);
+  }
+  return out;
+}
+
 std::string Describe(const StepsOptions& options) {
+  if (options.interrupted) return Interrupted(options);
   const std::string& dir = options.checkpoint_dir;
   if (options.newest) {
     const std::optional<StepFolder> newest = NewestCompleteStep(dir, options.required_files);
@@ -75,6 +130,7 @@ int RunSteps(StepsOptions options, const mpi::Comm& world) {
   while (options.checkpoint_dir.size() > 1 && options.checkpoint_dir.ends_with('/')) {
     options.checkpoint_dir.pop_back();
   }
+  if (options.remove) LockCheckpointFolder(world, options.checkpoint_dir);
   std::string out;
   mpi::FailTogether(world, [&] {
     if (world.rank() == 0) out = Describe(options);
@@ -98,7 +154,8 @@ Command SetupSteps(CLI::App& app) {
       "applies (Loader::FindResumeStep), so a job script asks this instead of checking "
       "folders itself. Reads names only, never the files' content (stoker inspect checks "
       "that). Prints a table of every step folder; --newest or --step N print one line, "
-      "STEP<TAB>WORLD<TAB>PATH, for scripts. See docs/checkpoint.md.");
+      "STEP<TAB>WORLD<TAB>PATH, for scripts. --interrupted lists (and with --remove deletes) "
+      "the step folders resumes set aside. See docs/checkpoint.md.");
   sub->add_option("checkpoint_dir", options->checkpoint_dir,
                   "The folder of step-<N> folders (a --checkpoint-dir)")
       ->required();
@@ -110,9 +167,25 @@ Command SetupSteps(CLI::App& app) {
       "--newest", options->newest,
       "Print only the newest complete step, passing over (and logging) newer incomplete ones; "
       "nothing when there is no step folder; refused when no step folder is complete");
-  sub->add_option("--step", options->step,
-                  "Print only step N, refused (naming what is missing) unless it is complete")
-      ->excludes(newest);
+  CLI::Option* step =
+      sub->add_option("--step", options->step,
+                      "Print only step N, refused (naming what is missing) unless it is complete")
+          ->excludes(newest);
+  CLI::Option* interrupted =
+      sub->add_flag("--interrupted", options->interrupted,
+                    "List instead the step folders a resume set aside (step-<N>.interrupted, "
+                    "from saves a killed run left part-written), newest first, with their sizes")
+          ->excludes(newest)
+          ->excludes(step);
+  sub->add_option("--keep", options->keep,
+                  "With --interrupted: the newest K set-aside folders are kept, the others "
+                  "marked removable")
+      ->capture_default_str()
+      ->needs(interrupted);
+  sub->add_flag("--remove", options->remove,
+                "With --interrupted: delete the set-aside folders beyond the newest --keep. "
+                "Takes the folder's lock first: refused while a run saves into the folder")
+      ->needs(interrupted);
   return {sub, [options](const mpi::Comm& world) { return RunSteps(*options, world); }};
 }
 

@@ -1,6 +1,9 @@
 // stoker-train: the example data-parallel trainer (train/trainer.h). Binds the command line into
 // TrainOptions; runs under mpirun or srun, one process per rank.
 //
+// --check parses and checks the settings in one process without MPI and exits (0, or 2 naming
+// each wrong setting): what jobs/ runs before it launches anything.
+//
 // Errors: an error all ranks raised together is printed once by rank 0 and every rank exits 1;
 // any other error is printed by the rank that saw it, which then ends the job with MPI_Abort
 // (stoker/collective.h). A --result file that cannot be written: exit 2, before training.
@@ -10,10 +13,14 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "stoker/collective.h"
 #include "stoker/log.h"
-#include "stoker/number_options.h"
+#include "stoker/option_checks.h"
 #include "train/trainer.h"
 
 namespace {
@@ -92,6 +99,27 @@ void BindRun(CLI::App& app, TrainOptions& o) {
                  "(stopped_early, end_step): for "
                  "the job's own records (RESULT_FILE of jobs/). A FILE that cannot be written "
                  "is an error before training (exit 2)");
+  app.add_option("--ready-file", o.ready_file,
+                 "Rank 0 creates FILE once every rank has started and can take SIGUSR1 or "
+                 "SIGTERM: a job script holds a stop signal until then (jobs/common.sh), since "
+                 "one sent earlier can reach a rank before it could catch it, or no rank at all");
+}
+
+// --check: the settings are parsed and checked (OptionProblems) by this one process, without
+// MPI, and nothing else is done: exit 0 when they are right, 2 naming each wrong one. What a job
+// script runs before it launches the ranks.
+int CheckSettings(const TrainOptions& options) {
+  const std::vector<std::string> problems = stoker::train::OptionProblems(options);
+  for (const std::string& problem : problems)
+    std::fprintf(stderr, "stoker-train: %s\n", problem.c_str());
+  return problems.empty() ? 0 : 2;
+}
+
+bool HasFlag(int argc, char** argv, std::string_view flag) {
+  for (int i = 1; i < argc; ++i) {
+    if (flag == argv[i]) return true;
+  }
+  return false;
 }
 
 // MPI for the process: initialized here (one thread calls MPI), finalized at the end.
@@ -110,9 +138,12 @@ class MpiSession {
 
 int main(int argc, char** argv) {
   stoker::train::InstallStopHandlers();
-  MpiSession session(&argc, &argv);
+  // Seen before the parse, which comes after MPI's start-up (only rank 0 prints parse errors).
+  const bool check = HasFlag(argc, argv, "--check");
+  std::optional<MpiSession> session;
+  if (!check) session.emplace(&argc, &argv);
   int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (!check) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int exit_code = 0;
   {
     CLI::App app{
@@ -127,13 +158,19 @@ int main(int argc, char** argv) {
     BindData(app, options);
     BindModel(app, options);
     BindRun(app, options);
-    stoker::CheckUnsignedOptions(&app);
+    bool check_flag = false;  // `check` above: seen before MPI starts
+    app.add_flag("--check", check_flag,
+                 "Check the settings and exit, starting nothing (no MPI: run it without mpirun): "
+                 "0 when they are right, 2 naming each wrong one. Job scripts run it first");
+    stoker::CheckOptionValues(&app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-      if (rank == 0) return app.exit(e);
-      return e.get_exit_code();
+      if (rank != 0) return e.get_exit_code();
+      const int code = app.exit(e);
+      return check && code != 0 ? 2 : code;
     }
+    if (check) return CheckSettings(options);
     stoker::InitLogging(rank);
     exit_code = stoker::RunProgram(
         MPI_COMM_WORLD, [&] { return stoker::train::RunTraining(options, MPI_COMM_WORLD); });

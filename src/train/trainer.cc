@@ -2,8 +2,10 @@
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <deque>
@@ -71,6 +73,20 @@ void CheckWritable(const std::string& path) {
   }
 }
 
+// The optimizer settings of trainer.json that differ from this run's, as "--lr 0.003 -> 0.001":
+// legitimate at a resume (a schedule decided late), but worth a line in the log.
+std::vector<std::string> SettingChanges(const TrainerMeta& saved, const TrainOptions& now) {
+  std::vector<std::string> changes;
+  if (saved.lr != now.lr) changes.push_back(fmt::format("--lr {} -> {}", saved.lr, now.lr));
+  if (saved.warmup && *saved.warmup != now.warmup) {
+    changes.push_back(fmt::format("--warmup {} -> {}", *saved.warmup, now.warmup));
+  }
+  if (saved.clip && *saved.clip != now.clip) {
+    changes.push_back(fmt::format("--clip {} -> {}", *saved.clip, now.clip));
+  }
+  return changes;
+}
+
 class Trainer {
  public:
   Trainer(const TrainOptions& options, MPI_Comm world);
@@ -115,12 +131,7 @@ class Trainer {
 
 LoaderConfig Trainer::ResumeConfig(const TrainOptions& options, MPI_Comm world) {
   LoaderConfig config = options.loader;
-  FailTogether(world, [&] {
-    config.weights = ParseWeights(options.weights);
-    if (options.resume && options.checkpoint_dir.empty()) {
-      throw ConfigError("--resume needs --checkpoint-dir");
-    }
-  });
+  config.weights = ParseWeights(options.weights);  // checked by OptionProblems
   if (options.resume) {
     // The trainer always saves (at least its last step): newer, interrupted step folders go
     // aside so that its saves never mix with files a killed run left in them.
@@ -148,9 +159,6 @@ ModelShape Trainer::Shape() const {
   if (shape.vocab == 0) shape.vocab = CorpusVocab(loader_.corpus());
   const auto ranks_on_node = static_cast<uint64_t>(RanksOnThisNode(world_));
   FailTogether(world_, [&] {
-    if (options_.vocab < 0) {
-      throw ConfigError(fmt::format("--vocab {} is negative", options_.vocab));
-    }
     if (shape.vocab <= 0) {
       throw ConfigError(fmt::format(
           "{} gives no vocab_size attribute (stoker pack and synth write one): pass --vocab",
@@ -186,6 +194,9 @@ void Trainer::Start() {
     if (rank_ == 0) saved_world_ = StepFolderWorld(config_.resume_from).value_or(resumed_->world);
     spdlog::info("train: resumed from {} (saved on {} ranks, now {})", config_.resume_from,
                  saved_world_, size_);
+    for (const std::string& change : SettingChanges(*resumed_, options_)) {
+      spdlog::info("train: changed at this resume: {}", change);
+    }
   } else {
     // The same seed gives every rank the same model; rank 0's copy is made law all the same.
     std::string bytes;
@@ -258,9 +269,10 @@ void Trainer::Save() {
   // Rank 0 writes the model's files before any rank's loader file can complete the step.
   FailTogether(world_, [&] {
     if (rank_ != 0) return;
-    SaveTrainerFiles(step_dir, model_, optimizer_,
-                     {step, static_cast<uint64_t>(size_), model_->shape(), config_.seed,
-                      options_.lr, tokens_trained_, ModelChecksum(model_)});
+    SaveTrainerFiles(
+        step_dir, model_, optimizer_,
+        {step, static_cast<uint64_t>(size_), model_->shape(), config_.seed, options_.lr,
+         tokens_trained_, ModelChecksum(model_), options_.warmup, options_.clip});
   });
   loader_.Save(step_dir);
   saved_step_ = step;
@@ -376,15 +388,63 @@ void InstallStopHandlers() {
   sigaction(SIGTERM, &action, nullptr);
 }
 
+std::vector<std::string> OptionProblems(const TrainOptions& options) {
+  std::vector<std::string> problems;
+  LoaderConfig config = options.loader;
+  try {
+    config.weights = ParseWeights(options.weights);
+  } catch (const ConfigError& e) {
+    problems.push_back(e.what());  // names --weights and the entry
+  }
+  for (std::string& problem : config.Problems()) problems.push_back(std::move(problem));
+  if (!config.data.empty() && !std::filesystem::is_directory(config.data)) {
+    problems.push_back(fmt::format("--data {}: no such folder", config.data));
+  }
+  if (options.steps == 0) problems.push_back("--steps must be at least 1");
+  if (options.resume && options.checkpoint_dir.empty()) {
+    problems.push_back("--resume needs --checkpoint-dir");
+  }
+  if (!(options.lr > 0 && std::isfinite(options.lr))) {
+    problems.push_back(fmt::format("--lr {} must be a number above 0", options.lr));
+  }
+  if (!(options.clip >= 0 && std::isfinite(options.clip))) {
+    problems.push_back(fmt::format("--clip {} must be 0 (no clipping) or above", options.clip));
+  }
+  if (options.vocab < 0) problems.push_back(fmt::format("--vocab {} is negative", options.vocab));
+  // The vocabulary may come from the corpus, read later: 1 stands in for it here, and one rank
+  // per node for the memory check, which Trainer::Shape makes again with the real figures.
+  const ModelShape shape{std::max<int64_t>(options.vocab, 1), options.dim, options.layers,
+                         options.heads, static_cast<int64_t>(config.seq_len)};
+  for (std::string& problem : ShapeProblems(shape, config.batch_size, 1)) {
+    if (config.seq_len > 0 || !problem.starts_with("--seq-len")) problems.push_back(problem);
+  }
+  if (!options.result_file.empty()) {
+    try {
+      CheckWritable(options.result_file);
+    } catch (const IoError& e) {
+      problems.push_back(e.what());
+    }
+  }
+  return problems;
+}
+
 int RunTraining(const TrainOptions& options, MPI_Comm world) {
-  // Before anything is built: a summary that cannot be written would be lost at the end.
+  // Before anything is built: wrong settings end the run here, on every rank (rank 0 checks:
+  // the --result probe writes a file), and so does a summary that could not be written at the
+  // end.
   try {
     FailTogether(world, [&] {
-      if (RankIn(world) == 0 && !options.result_file.empty()) CheckWritable(options.result_file);
+      if (RankIn(world) != 0) return;
+      const std::vector<std::string> problems = OptionProblems(options);
+      if (!problems.empty()) ThrowConfigProblems("stoker-train: wrong settings", problems);
     });
   } catch (const Error& e) {
     if (RankIn(world) == 0) spdlog::error("{}", e.what());
     return 2;
+  }
+  // FailTogether was a collective: every rank has started and installed its stop handlers.
+  if (RankIn(world) == 0 && !options.ready_file.empty()) {
+    WriteFileAtomically(options.ready_file, fmt::format("{}\n", getpid()));
   }
   Trainer trainer(options, world);
   return trainer.Run();

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "stoker/loader.h"
 
@@ -37,7 +38,14 @@ struct TrainOptions {
   std::string trace_dir;       // piece traces for `stoker audit` (empty: none)
   uint64_t log_every = 10;     // log a line every K steps on rank 0
   std::string result_file;     // rank 0 also writes the summary JSON here (empty: stdout only)
+  std::string ready_file;      // rank 0 creates it once every rank can take a stop signal
 };
+
+// Every problem of `options` that shows without MPI and without reading the corpus, one line
+// each: sizes of 0, weights that do not parse, a model shape that cannot be built, a missing
+// --data folder, --resume without --checkpoint-dir, a --result file that cannot be written.
+// `stoker-train --check` prints them; every run checks them first, on every rank together.
+std::vector<std::string> OptionProblems(const TrainOptions& options);
 
 // Makes SIGUSR1 and SIGTERM ask RunTraining to stop at the next step (on every rank together)
 // instead of ending the process. Call first thing in main(): a signal that arrives while the
@@ -46,7 +54,10 @@ void InstallStopHandlers();
 
 // Trains until options.steps or a stop signal; rank 0 prints one JSON line of figures on stdout
 // and writes the same object into options.result_file, if set, atomically. Returns the process
-// exit code: 0, or 2 on every rank when the result file cannot be written (checked first).
+// exit code: 0, or 2 on every rank when OptionProblems finds any (checked first). Rank 0 creates
+// options.ready_file, if set, right after that check: every rank has then started and installed
+// its stop handlers (InstallStopHandlers runs before MPI starts), so a signal sent from then on
+// stops the run with a checkpoint; one sent before may find a rank that cannot take it yet.
 int RunTraining(const TrainOptions& options, MPI_Comm world);
 
 }  // namespace stoker::train

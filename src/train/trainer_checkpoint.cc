@@ -71,13 +71,16 @@ TrainerMeta ParseMeta(const std::string& bytes, const std::string& path) {
       throw DataError(fmt::format("{}: format_version {} is not {}", path,
                                   j.at("format_version").dump(), kTrainerFormat));
     }
-    return {j.at("step").get<uint64_t>(),
-            j.at("world").get<uint64_t>(),
-            ShapeFrom(j.at("model")),
-            j.at("seed").get<uint64_t>(),
-            j.at("lr").get<double>(),
-            j.at("tokens_trained").get<uint64_t>(),
-            j.at("model_checksum").get<std::string>()};
+    TrainerMeta meta{j.at("step").get<uint64_t>(),
+                     j.at("world").get<uint64_t>(),
+                     ShapeFrom(j.at("model")),
+                     j.at("seed").get<uint64_t>(),
+                     j.at("lr").get<double>(),
+                     j.at("tokens_trained").get<uint64_t>(),
+                     j.at("model_checksum").get<std::string>()};
+    if (j.contains("warmup")) meta.warmup = j.at("warmup").get<uint64_t>();
+    if (j.contains("clip")) meta.clip = j.at("clip").get<double>();
+    return meta;
   } catch (const nlohmann::json::exception& e) {
     throw DataError(fmt::format("{} is not a trainer description: {}", path, e.what()));
   }
@@ -96,14 +99,16 @@ std::string ModelChecksum(TinyLm& model) {
 
 void SaveTrainerFiles(const std::string& step_dir, TinyLm& model,
                       torch::optim::Optimizer& optimizer, const TrainerMeta& meta) {
-  const nlohmann::json j = {{"format_version", kTrainerFormat},
-                            {"step", meta.step},
-                            {"world", meta.world},
-                            {"model", ShapeJson(meta.shape)},
-                            {"seed", meta.seed},
-                            {"lr", meta.lr},
-                            {"tokens_trained", meta.tokens_trained},
-                            {"model_checksum", meta.model_checksum}};
+  nlohmann::json j = {{"format_version", kTrainerFormat},
+                      {"step", meta.step},
+                      {"world", meta.world},
+                      {"model", ShapeJson(meta.shape)},
+                      {"seed", meta.seed},
+                      {"lr", meta.lr},
+                      {"tokens_trained", meta.tokens_trained},
+                      {"model_checksum", meta.model_checksum}};
+  if (meta.warmup) j["warmup"] = *meta.warmup;
+  if (meta.clip) j["clip"] = *meta.clip;
   WriteFileAtomically(step_dir + "/model.pt", ArchiveBytes(*model));
   WriteFileAtomically(step_dir + "/optimizer.pt", ArchiveBytes(optimizer));
   WriteFileAtomically(step_dir + "/trainer.json", j.dump(2) + "\n");

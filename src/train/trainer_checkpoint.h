@@ -2,7 +2,8 @@
 //
 //   CHECKPOINT_DIR/step-<N>/model.pt       the model's parameters (libtorch archive)
 //                          /optimizer.pt   AdamW's moments and step counts (libtorch archive)
-//                          /trainer.json   step, world size, model shape, seed, lr, checksum
+//                          /trainer.json   step, world size, model shape, seed, lr, warm-up,
+//                                          clipping, checksum
 //                          /loader/...     the loader's state, one file per rank
 //
 // The model is the same on every rank, so rank 0 alone writes these three files, each atomically
@@ -14,6 +15,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,9 @@ struct TrainerMeta {
   double lr = 0;
   uint64_t tokens_trained = 0;  // tokens of all ranks, from step 0
   std::string model_checksum;   // of the parameters' bytes (ModelChecksum)
+  // Recorded since trainer.json files say them; empty when read from an older one.
+  std::optional<uint64_t> warmup;
+  std::optional<double> clip;
 };
 
 // 32 hex digits over the bytes of every parameter, in order.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One run per checkpoint folder, with real processes: run A (`stoker run`, 2 ranks under mpirun)
 # saves into a folder; run B on the same folder (1 rank, --resume, and 2 ranks fresh; and a
-# `stoker reshard` into it) is refused
+# `stoker reshard` into it, `stoker steps --interrupted --remove` of it) is refused
 # at start-up on every rank, naming the folder and A's host and pid, once, and touches nothing
 # (A's step folders are neither set aside nor deleted); A is then killed with SIGKILL, and run C
 # gets the lock at once (the kernel released it with A) and goes on from A's newest step. A
@@ -51,6 +51,8 @@ expect_refused "B on 2 ranks, fresh" $MPIRUN -np 2 "$STOKER" run "${common[@]}" 
 expect_refused "a reshard into A's folder" "$STOKER" reshard "$ckpt/step-20" --world-size 1 \
   --out "$ckpt/step-20-for-1"
 [ ! -e "$ckpt/step-20-for-1" ] || fail "a reshard published a step into A's folder"
+expect_refused "removing set-aside steps of A's folder" "$STOKER" steps "$ckpt" --interrupted \
+  --remove --keep 0
 kill -0 "$a" || fail "run A died while B was refused: $(cat "$work/a.err")"
 
 # A killed with SIGKILL, mpirun and its ranks: the lock goes with rank 0; C resumes from A's

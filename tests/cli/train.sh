@@ -6,7 +6,8 @@
 #     the summary line of stdout (stopped_early, end_step, ...); an unwritable one is refused
 #     before training (exit 2, naming it);
 #   - a resumed run on 2 ranks goes on from exactly that step (the loader rescales 4 -> 2) for 60
-#     more steps; the loss fell from about log(258) by more than 1.5 nats;
+#     more steps, and logs the one trainer setting it changed (--warmup 20 -> 30); the loss
+#     fell from about log(258) by more than 1.5 nats;
 #   - `stoker audit` of the two runs' piece traces: every step of both runs is there, no framed
 #     position of any document was delivered twice, all within epoch 0 of every dataset;
 #   - a resume on the same rank count is bit-exact: 10 steps + resume to 20 give the model of an
@@ -68,13 +69,16 @@ $MPIRUN -np 2 "$STOKER_TRAIN" "${common[@]}" --steps 1 --result "$work/a.out/x.j
   { cat "$work/result.err" >&2; fail "the unwritable --result was not named once"; }
 grep -q "train: step" "$work/result.err" && fail "training began despite an unwritable --result"
 
-# 2. Resumed on 2 ranks for 60 more steps.
+# 2. Resumed on 2 ranks for 60 more steps, with a longer warm-up (logged as a change).
 b_end=$((a_end + 60))
 $MPIRUN -np 2 "$STOKER_TRAIN" "${common[@]}" --steps "$b_end" --checkpoint-dir "$ck" \
-  --save-every 40 --trace "$trace" --resume > "$work/b.out" 2> "$work/b.err" ||
+  --save-every 40 --trace "$trace" --resume --warmup 30 > "$work/b.out" 2> "$work/b.err" ||
   { cat "$work/b.err" >&2; fail "the resumed run failed"; }
 grep -q "resumed from $ck/step-$a_end (saved on 4 ranks, now 2)" "$work/b.err" ||
   { cat "$work/b.err" >&2; fail "run B did not resume from step-$a_end on 4 -> 2 ranks"; }
+[ "$(grep -c "train: changed at this resume: " "$work/b.err")" = 1 ] &&
+  grep -q "train: changed at this resume: --warmup 20 -> 30" "$work/b.err" ||
+  { cat "$work/b.err" >&2; fail "run B did not log its one setting change (--warmup)"; }
 [ "$(json 'd["start_step"], d["end_step"], d["saved_world"], d["ranks"]' < "$work/b.out")" = \
   "$a_end $b_end 4 2" ] || fail "run B: $(tail -1 "$work/b.out")"
 loss_start=$(json 'd["loss_start"]' < "$work/a.out")

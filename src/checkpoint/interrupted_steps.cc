@@ -1,0 +1,92 @@
+#include "checkpoint/interrupted_steps.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <optional>
+#include <string_view>
+
+#include "base/check.h"
+
+namespace stoker {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kSuffix = ".interrupted";
+
+// "step-12.interrupted" or "step-12.interrupted-3" -> 12.
+std::optional<uint64_t> InterruptedStepOf(std::string_view name) {
+  if (!name.starts_with("step-")) return std::nullopt;
+  name.remove_prefix(5);
+  uint64_t step = 0;
+  const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), step);
+  if (error != std::errc() || end == name.data()) return std::nullopt;
+  std::string_view rest(end, name.data() + name.size() - end);
+  if (!rest.starts_with(kSuffix)) return std::nullopt;
+  rest.remove_prefix(kSuffix.size());
+  if (rest.empty()) return step;
+  if (rest.size() < 2 || rest[0] != '-') return std::nullopt;
+  rest.remove_prefix(1);
+  uint64_t k = 0;
+  const auto [k_end, k_error] = std::from_chars(rest.data(), rest.data() + rest.size(), k);
+  if (k_error != std::errc() || k_end != rest.data() + rest.size()) return std::nullopt;
+  return step;
+}
+
+int64_t ModifiedNs(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
+// Its files' sizes, and the newest modification time of it and of everything in it.
+InterruptedStep Describe(const fs::path& path, uint64_t step) {
+  InterruptedStep out{path.string(), step, 0, 0};
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) out.written_ns = ModifiedNs(st);
+  std::error_code ec;
+  for (const auto& entry : fs::recursive_directory_iterator(path, ec)) {
+    if (::lstat(entry.path().c_str(), &st) != 0) continue;
+    if (S_ISREG(st.st_mode)) out.bytes += static_cast<uint64_t>(st.st_size);
+    out.written_ns = std::max(out.written_ns, ModifiedNs(st));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string InterruptedStepName(const std::string& step_dir) {
+  std::string aside = step_dir + std::string(kSuffix);
+  for (int k = 1; fs::exists(aside); ++k) {
+    aside = step_dir + std::string(kSuffix) + "-" + std::to_string(k);
+  }
+  return aside;
+}
+
+std::vector<InterruptedStep> ListInterruptedSteps(const std::string& checkpoint_dir, bool measure) {
+  std::vector<InterruptedStep> steps;
+  std::error_code ec;
+  fs::directory_iterator it(checkpoint_dir, ec);
+  STOKER_CHECK(!ec || ec == std::errc::no_such_file_or_directory, IoError,
+               "cannot read checkpoint folder {}: {}", checkpoint_dir, ec.message());
+  for (const auto& entry : it) {
+    const auto step = InterruptedStepOf(entry.path().filename().string());
+    if (!step || !entry.is_directory(ec)) continue;
+    steps.push_back(measure ? Describe(entry.path(), *step)
+                            : InterruptedStep{entry.path().string(), *step, 0, 0});
+  }
+  std::sort(steps.begin(), steps.end(), [](const InterruptedStep& a, const InterruptedStep& b) {
+    return a.written_ns != b.written_ns ? a.written_ns > b.written_ns : a.step > b.step;
+  });
+  return steps;
+}
+
+void RemoveInterruptedStep(const InterruptedStep& step) {
+  std::error_code ec;
+  fs::remove_all(step.path, ec);
+  STOKER_CHECK(!ec, IoError, "cannot remove {}: {}", step.path, ec.message());
+}
+
+}  // namespace stoker

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# jobs/mpirun/train.sh refuses a wrong setting before anything is launched: exit 2, a message
+# that names the setting (and its value), no mpirun started, no checkpoint folder made. Each
+# trainer option goes through `stoker-train --check` (the trainer's own parsing and checks), so
+# the messages are the trainer's. Then one right setting runs, to show the check lets it pass.
+# Environment: STOKER, STOKER_TRAIN, MPIRUN, STOKER_SOURCE (see tests/CMakeLists.txt).
+set -euo pipefail
+source "$(dirname "$0")/../common/test_lib.sh"
+: "${STOKER:?}" "${STOKER_TRAIN:?}" "${MPIRUN:?}" "${STOKER_SOURCE:?}"
+
+make_work job_settings
+"$STOKER" synth "$work/corpus" --dataset web:20000:200 --dataset code:10000:200 --files 2 \
+  > "$work/synth.log" 2>&1 || { cat "$work/synth.log" >&2; fail "stoker synth failed"; }
+export STOKER STOKER_TRAIN MPIRUN CORPUS=$work/corpus CHECKPOINT_DIR=$work/ck STEPS=4 SEQ_LEN=16
+export BATCH_SIZE=2 TRAIN_ARGS="--dim 16 --layers 1 --heads 2"
+
+# refused SETTING=VALUE NAMED: the script exits 2 saying NAMED (e.g. "STEPS='-5'"), launching
+# nothing.
+refused() {
+  local rc=0
+  env "$1" "$STOKER_SOURCE/jobs/mpirun/train.sh" > "$work/out" 2> "$work/err" || rc=$?
+  [ "$rc" = 2 ] || { cat "$work/err" >&2; fail "$1: exit $rc, not 2"; }
+  grep -qF -- "$2" "$work/err" || { cat "$work/err" >&2; fail "$1: no '$2' in the message"; }
+  if grep -q "running:" "$work/err" || [ -e "$work/ck" ]; then
+    cat "$work/err" >&2
+    fail "$1: something was launched or created"
+  fi
+  echo "refused $1: $(grep -m1 'error:' "$work/err")"
+}
+
+refused STEPS=-5 "STEPS='-5'"
+refused STEPS=abc "STEPS='abc'"
+refused STEPS=0 "STEPS='0'"
+refused SEQ_LEN=0 "SEQ_LEN='0'"
+refused BATCH_SIZE=-1 "BATCH_SIZE='-1'"
+refused WEIGHTS=garbage "WEIGHTS='garbage'"
+refused WEIGHTS=web=1,nope=x "WEIGHTS='web=1,nope=x'"
+refused TRAIN_ARGS=--bogus "TRAIN_ARGS='--bogus'"
+refused "TRAIN_ARGS=--dim 10 --heads 3" "TRAIN_ARGS="
+refused CHECKPOINT_DIR= "CHECKPOINT_DIR=''"
+refused CORPUS=$work/none "CORPUS='$work/none'"
+refused CORPUS= "CORPUS=''"
+refused NP=0 "NP must be the number of ranks"
+refused NP=two "NP must be the number of ranks"
+refused REQUEUE=yes "REQUEUE must be 0 or 1"
+refused STOKER_TRAIN=$work/none "STOKER_TRAIN is not an executable program"
+refused STOKER_HOME=/nope "STOKER_HOME=/nope holds no jobs/common.sh"
+
+# Right settings pass the check and train.
+NP=1 "$STOKER_SOURCE/jobs/mpirun/train.sh" > "$work/out" 2> "$work/err" ||
+  { cat "$work/err" >&2; fail "a run with right settings failed"; }
+[ -d "$work/ck/step-4" ] || { cat "$work/err" >&2; fail "no step-4 after a run with right settings"; }
+echo "PASS: 17 wrong settings refused before the launch, naming each; right ones train"
