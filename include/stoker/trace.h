@@ -13,8 +13,11 @@
 // part, which the reader drops).
 //
 // A run that starts from step S supersedes every earlier run's steps after S (they are replayed):
-// OpenPieceTrace removes the folders from-<S'> with S' >= S before the run writes its own, so the
-// history under TRACE_DIR is linear.
+// OpenPieceTrace sets the folders from-<S'> with S' >= S aside (TRACE_DIR/superseded/, their
+// records removed) before the run writes its own, so the history under TRACE_DIR is linear. It
+// also writes who the run is and when it started (from-<S>/run.json, rank 0), and rank 0's writer
+// keeps the time of its latest batch in from-<S>/run.clock, so that `stoker audit` can tell two
+// runs that wrote into one trace folder at the same time from a chain of resumes.
 //
 // OpenPieceTrace is collective; the writer is not, and is used by one thread. libstoker.
 #pragma once
@@ -32,19 +35,27 @@ namespace stoker {
 
 class PieceTraceWriter {
  public:
-  // Creates TRACE_DIR/from-<start_step>/rank-<rank>-of-<world>.trace afresh. Throws IoError.
+  // Creates TRACE_DIR/from-<start_step>/rank-<rank>-of-<world>.trace afresh, and on rank 0
+  // from-<start_step>/run.clock. Throws IoError.
   PieceTraceWriter(const std::string& trace_dir, uint64_t start_step, int rank, int world);
   ~PieceTraceWriter();
   PieceTraceWriter(const PieceTraceWriter&) = delete;
   PieceTraceWriter& operator=(const PieceTraceWriter&) = delete;
 
-  // Appends the records of `batch` (its step and pieces). Throws IoError naming the file.
+  // Appends the records of `batch` (its step and pieces); on rank 0 the time goes to run.clock
+  // (at most every 0.1 s, and when the writer is destroyed). Throws IoError naming the file.
   void Write(const Batch& batch);
 
  private:
+  void WriteClock();
+
   std::string path_;
   int fd_ = -1;
   std::vector<uint64_t> buffer_;  // one batch's records, reused
+  std::string clock_path_;        // rank 0: from-<S>/run.clock
+  int clock_fd_ = -1;             // rank 0 only
+  double last_batch_ = 0;         // UTC seconds: when the latest batch was written
+  double clock_written_ = 0;      // UTC seconds: what run.clock holds
 };
 
 // Collective over `comm`: rank 0 prepares TRACE_DIR for a run from `start_step` (creates it,

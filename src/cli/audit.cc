@@ -1,7 +1,15 @@
-// `stoker audit TRACE_DIR [--data CORPUS] [--bos] [--json]`: checks the piece traces that
-// `stoker run --trace` (or a trainer) wrote over a chain of runs (loader/piece_trace.h): no step
-// missing, no framed token delivered twice or skipped (core/piece_audit.h). With --data it also
-// checks the pieces against the corpus and counts the documents of each epoch delivered whole.
+// `stoker audit TRACE_DIR [--data CORPUS] [--bos] [--clock-tolerance S] [--json]`: checks the
+// piece traces that `stoker run --trace` (or a trainer) wrote over a chain of runs
+// (loader/piece_trace.h): no step missing, no framed token delivered twice or skipped
+// (core/piece_audit.h). With --data it also checks the pieces against the corpus and counts the
+// documents of each epoch delivered whole.
+//
+// The chain is taken as linear: each run ended before the next began. From the run records
+// (from-<S>/run.json, run.clock; loader/run_record_files.h) it checks that too: two runs that
+// wrote into the trace folder at the same time (a job submitted twice, with another checkpoint
+// folder), one of them possibly set aside by the other (TRACE_DIR/superseded/), are a problem
+// naming both, with their hosts, pids and times (core/run_records.h). Runs without a record
+// (older traces) are audited as before, with a note that this was not checked.
 //
 // Rank 0 does the work: it reads the traces (and, with --data, streams the /doc_offsets of the
 // datasets the trace names), audits and prints; discovery of --data is collective. Errors are
@@ -17,7 +25,9 @@
 #include "cli/commands.h"
 #include "cli/json_text.h"
 #include "core/piece_audit.h"
+#include "core/run_records.h"
 #include "loader/piece_trace.h"
+#include "loader/run_record_files.h"
 #include "shard/discovery.h"
 #include "shard/shard_reader.h"
 #include "stoker/corpus.h"
@@ -32,6 +42,7 @@ struct AuditArgs {
   std::string trace_dir;
   std::string data;  // --data: the corpus of the runs
   bool bos = false;  // --bos: the runs framed documents with a BOS
+  double clock_tolerance = kDefaultClockTolerance;  // --clock-tolerance, seconds
   bool json = false;
 };
 
@@ -110,6 +121,7 @@ std::string FormatRuns(const AuditReport& report) {
     for (const std::string& note : r.notes)
       notes += fmt::format("  from-{}: {}\n", r.start_step, note);
   }
+  for (const std::string& note : report.notes) notes += fmt::format("  {}\n", note);
   return Tabulate(rows, {0}) + notes;
 }
 
@@ -151,7 +163,20 @@ std::string FormatReport(const std::string& trace_dir, const AuditReport& report
   return out;
 }
 
-nlohmann::json RunsJson(const AuditReport& report) {
+nlohmann::json RecordJson(const RunRecords& records, uint64_t start_step) {
+  const auto found = records.chain.find(start_step);
+  if (found == records.chain.end()) return nullptr;
+  const RunRecord& r = found->second;
+  return {{"id", r.id},
+          {"started", r.started},
+          {"last_write", r.last_write ? nlohmann::json(*r.last_write) : nlohmann::json(nullptr)},
+          {"host", r.host},
+          {"pid", r.pid},
+          {"slurm_job_id",
+           r.slurm_job.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.slurm_job)}};
+}
+
+nlohmann::json RunsJson(const AuditReport& report, const RunRecords& records) {
   nlohmann::json runs = nlohmann::json::array();
   for (const RunSummary& r : report.runs) {
     runs.push_back({{"start_step", r.start_step},
@@ -162,7 +187,8 @@ nlohmann::json RunsJson(const AuditReport& report) {
                     {"tokens_per_step", r.tokens_per_step},
                     {"pieces", r.pieces},
                     {"tokens", r.tokens},
-                    {"notes", r.notes}});
+                    {"notes", r.notes},
+                    {"record", RecordJson(records, r.start_step)}});
   }
   return runs;
 }
@@ -183,10 +209,11 @@ nlohmann::json DatasetsJson(const AuditReport& report, const AuditCorpus* corpus
 }
 
 nlohmann::json ReportJson(const std::string& trace_dir, const AuditReport& report,
-                          const AuditCorpus* corpus) {
+                          const RunRecords& records, const AuditCorpus* corpus) {
   return {{"trace_dir", trace_dir},
           {"clean", report.clean()},
-          {"runs", RunsJson(report)},
+          {"runs", RunsJson(report, records)},
+          {"notes", report.notes},
           {"steps", report.steps},
           {"pieces", report.pieces},
           {"tokens_checked", report.tokens},
@@ -199,12 +226,15 @@ nlohmann::json ReportJson(const std::string& trace_dir, const AuditReport& repor
 // Rank 0's part: read, audit, print. Returns the exit code.
 int AuditOnRankZero(const AuditArgs& args, const std::optional<Corpus>& corpus) {
   std::vector<TraceRun> runs = ReadTraceDir(args.trace_dir);
+  const RunRecords records = ReadRunRecords(args.trace_dir);
   std::optional<AuditCorpus> facts;
   if (corpus) facts = CorpusFacts(*corpus, runs, args.bos);
   const AuditCorpus* known = facts ? &*facts : nullptr;
-  const AuditReport report = AuditTrace(std::move(runs), known);
-  const std::string text = args.json ? JsonText(ReportJson(args.trace_dir, report, known)) + "\n"
-                                     : FormatReport(args.trace_dir, report, known);
+  AuditReport report = AuditTrace(std::move(runs), known);
+  CheckRunRecords(records, args.clock_tolerance, &report);
+  const std::string text = args.json
+                               ? JsonText(ReportJson(args.trace_dir, report, records, known)) + "\n"
+                               : FormatReport(args.trace_dir, report, known);
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
   return report.clean() ? 0 : 1;
@@ -239,8 +269,11 @@ Command SetupAudit(CLI::App& app) {
       "step S on W ranks. Run i counts for steps S_i+1..S_(i+1) (its later steps were replayed "
       "by the next run); the last run up to the last step every one of its ranks recorded whole "
       "(a killed run's partial last step is dropped and said so). Checks that every rank has "
-      "every step, that every step holds the run's tokens, and that no framed position of a "
-      "(dataset, document, epoch) was delivered twice or skipped. Prints runs, steps, tokens "
+      "every step, that every step holds the run's tokens, that no framed position of a "
+      "(dataset, document, epoch) was delivered twice or skipped, and from the runs' records "
+      "(from-<S>/run.json, run.clock) that no two runs wrote at the same time: each run's last "
+      "batch came before the next run started, and before the start of a run that set it "
+      "aside (TRACE_DIR/superseded/). Prints runs, steps, tokens "
       "checked, per dataset and epoch the documents and tokens delivered, and up to 20 "
       "problems. Exit code 0 when clean, 1 when there are problems. Rank 0 does the work; "
       "under mpirun only discovery of --data is shared.");
@@ -253,11 +286,19 @@ Command SetupAudit(CLI::App& app) {
   sub->add_flag("--bos", args->bos,
                 "The runs framed documents with a BOS (they were given --bos-id): a document "
                 "of n tokens is then n + 2 framed tokens, not n + 1. Needs --data");
-  sub->add_flag("--json", args->json,
-                "Print one JSON object instead: clean, runs (start_step, world_size, "
-                "recorded_end, valid_end, valid_steps, tokens_per_step, pieces, tokens, notes), "
-                "steps, pieces, tokens_checked, datasets (per epoch: documents, tokens, "
-                "whole_documents with --data), problem_count, problems (up to 200)");
+  sub->add_option("--clock-tolerance", args->clock_tolerance,
+                  "Seconds by which a run's last batch may seem to come after the next run's "
+                  "start before the two count as running at the same time: the clocks of two "
+                  "nodes differ (times are each run's rank 0's wall clock)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub->add_flag(
+      "--json", args->json,
+      "Print one JSON object instead: clean, runs (start_step, world_size, "
+      "recorded_end, valid_end, valid_steps, tokens_per_step, pieces, tokens, notes, record: "
+      "id, started, last_write, host, pid, slurm_job_id, or null), notes, "
+      "steps, pieces, tokens_checked, datasets (per epoch: documents, tokens, "
+      "whole_documents with --data), problem_count, problems (up to 200)");
   return {sub, [args](const mpi::Comm& world) { return RunAudit(*args, world); }};
 }
 

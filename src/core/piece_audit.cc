@@ -47,11 +47,7 @@ class Problems {
   // Problems counted but not kept (past kKeptProblems of one kind).
   void CountMore(uint64_t n) { report_->problem_count += n; }
   // Before every other: the one that explains them.
-  void AddFirst(std::string message) {
-    ++report_->problem_count;
-    report_->problems.insert(report_->problems.begin(), std::move(message));
-    if (report_->problems.size() > AuditReport::kKeptProblems) report_->problems.pop_back();
-  }
+  void AddFirst(std::string message) { report_->AddFirst(std::move(message)); }
 
  private:
   AuditReport* report_;
@@ -320,6 +316,12 @@ RunSummary SummarizeRun(const TraceRun& run, const TraceRun* next,
 }
 
 }  // namespace
+
+void AuditReport::AddFirst(std::string problem) {
+  ++problem_count;
+  problems.insert(problems.begin(), std::move(problem));
+  if (problems.size() > kKeptProblems) problems.pop_back();
+}
 
 std::vector<std::vector<uint64_t>> DocumentsNamed(const std::vector<TraceRun>& runs,
                                                   const std::vector<uint64_t>& docs) {

@@ -96,9 +96,12 @@ struct AuditReport {
   uint64_t pieces = 0;               // pieces checked
   uint64_t tokens = 0;               // framed tokens checked
   std::vector<EpochSummary> epochs;  // by dataset, then epoch
+  std::vector<std::string> notes;    // on the trace folder as a whole
   std::vector<std::string> problems;
   uint64_t problem_count = 0;
   bool clean() const { return problem_count == 0; }
+  // Counts `problem` and keeps it before every other (one that explains them).
+  void AddFirst(std::string problem);
 };
 
 // Audits `runs` (sorted by start step, as ReadTraceDir returns them; taken by value so that each

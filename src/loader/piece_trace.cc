@@ -6,15 +6,15 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <string_view>
 #include <system_error>
 
 #include "base/check.h"
+#include "loader/run_record_files.h"
+#include "loader/trace_names.h"
 #include "os/files.h"
 #include "os/posix_io.h"
 #include "os/unique_fd.h"
@@ -27,47 +27,7 @@ namespace fs = std::filesystem;
 
 constexpr size_t kFields = 6;  // step, dataset, document, epoch, first, count
 constexpr size_t kRecordBytes = kFields * sizeof(uint64_t);
-
-// A canonical decimal (no sign, no leading zero but for "0") that fits uint64.
-std::optional<uint64_t> ParseDecimal(std::string_view text) {
-  if (text.empty() || (text.size() > 1 && text[0] == '0')) return std::nullopt;
-  uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
-// S of a folder named from-<S>.
-std::optional<uint64_t> RunStart(const std::string& name) {
-  if (!name.starts_with("from-")) return std::nullopt;
-  return ParseDecimal(std::string_view(name).substr(5));
-}
-
-// (r, W) of a file named rank-<r>-of-<W>.trace.
-std::optional<std::pair<uint64_t, uint64_t>> RankFile(const std::string& name) {
-  std::string_view s(name);
-  if (!s.starts_with("rank-") || !s.ends_with(".trace")) return std::nullopt;
-  s = s.substr(5, s.size() - 5 - 6);
-  const size_t of = s.find("-of-");
-  if (of == std::string_view::npos) return std::nullopt;
-  const auto rank = ParseDecimal(s.substr(0, of));
-  const auto world = ParseDecimal(s.substr(of + 4));
-  if (!rank || !world) return std::nullopt;
-  return std::make_pair(*rank, *world);
-}
-
-// Every entry of `dir` (folders only when `folders`), by name.
-std::vector<std::string> List(const std::string& dir, bool folders) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code type_ec;
-    if (folders == it->is_directory(type_ec)) names.push_back(it->path().filename().string());
-  }
-  STOKER_CHECK(!ec, IoError, "cannot list {}: {}", dir, ec.message());
-  std::sort(names.begin(), names.end());
-  return names;
-}
+constexpr double kClockSeconds = 0.1;  // rank 0 rewrites run.clock at most this often
 
 using Fd = UniqueFd;
 
@@ -109,11 +69,13 @@ uint64_t ReadRecords(const std::string& path, std::vector<TraceRecord>* records)
   return size - done;
 }
 
-TraceRun ReadRun(const std::string& dir, uint64_t start) {
+// The run of folder `dir`; none for a run that recorded nothing (its run.json, written before any
+// rank opens its file, and no rank file: killed at start-up).
+std::optional<TraceRun> ReadRun(const std::string& dir, uint64_t start) {
   std::map<uint64_t, std::string> files;  // rank -> name
   std::optional<uint64_t> world;
-  for (const std::string& name : List(dir, false)) {
-    const auto rank_file = RankFile(name);
+  for (const std::string& name : ListFolder(dir, false)) {
+    const auto rank_file = RankFileOf(name);
     if (!rank_file) continue;
     const auto [rank, w] = *rank_file;
     STOKER_CHECK(!world || *world == w, DataError,
@@ -124,6 +86,8 @@ TraceRun ReadRun(const std::string& dir, uint64_t start) {
     world = w;
     files[rank] = name;
   }
+  std::error_code ec;
+  if (!world && fs::exists(fmt::format("{}/{}", dir, kRunRecordName), ec)) return std::nullopt;
   STOKER_CHECK(world.has_value(), DataError,
                "{}: a run folder with no rank files (rank-<r>-of-<W>.trace)", dir);
   TraceRun run{start, *world};
@@ -142,7 +106,9 @@ TraceRun ReadRun(const std::string& dir, uint64_t start) {
 void OpenPieceTrace(const mpi::Comm& comm, const std::string& trace_dir, uint64_t start_step,
                     std::optional<PieceTraceWriter>* writer) {
   mpi::FailTogether(comm, [&] {
-    if (comm.rank() == 0) PrepareTraceDir(trace_dir, start_step);
+    if (comm.rank() == 0) {
+      PrepareTraceDir(trace_dir, RecordThisRun(start_step, static_cast<uint64_t>(comm.size())));
+    }
   });
   // The exchange of outcomes above is the barrier: rank 0 is done before any rank opens a file.
   mpi::FailTogether(comm,
@@ -154,17 +120,18 @@ void OpenPieceTrace(MPI_Comm comm, const std::string& trace_dir, uint64_t start_
   OpenPieceTrace(mpi::Comm(comm), trace_dir, start_step, writer);
 }
 
-void PrepareTraceDir(const std::string& trace_dir, uint64_t start_step) {
+void PrepareTraceDir(const std::string& trace_dir, const RunRecord& run) {
   std::error_code ec;
   fs::create_directories(trace_dir, ec);
   STOKER_CHECK(!ec, IoError, "cannot create the trace folder {}: {}", trace_dir, ec.message());
-  for (const std::string& name : List(trace_dir, true)) {
-    const auto start = RunStart(name);
-    if (!start || *start < start_step) continue;
-    const std::string path = fmt::format("{}/{}", trace_dir, name);
-    fs::remove_all(path, ec);
-    STOKER_CHECK(!ec, IoError, "cannot remove the superseded trace {}: {}", path, ec.message());
+  for (const std::string& name : ListFolder(trace_dir, true)) {
+    const auto start = RunFolderStart(name);
+    if (start && *start >= run.start_step) SetRunAside(trace_dir, name, run.id);
   }
+  const std::string dir = fmt::format("{}/from-{}", trace_dir, run.start_step);
+  fs::create_directories(dir, ec);
+  STOKER_CHECK(!ec, IoError, "cannot create the trace folder {}: {}", dir, ec.message());
+  WriteRunRecord(dir, run);
 }
 
 PieceTraceWriter::PieceTraceWriter(const std::string& trace_dir, uint64_t start_step, int rank,
@@ -176,10 +143,29 @@ PieceTraceWriter::PieceTraceWriter(const std::string& trace_dir, uint64_t start_
   STOKER_CHECK(!ec, IoError, "cannot create the trace folder {}: {}", dir, ec.message());
   fd_ = posix::Open(path_, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   STOKER_CHECK(fd_ >= 0, IoError, "cannot create {}: {}", path_, std::strerror(errno));
+  if (rank != 0) return;
+  clock_path_ = fmt::format("{}/{}", dir, kRunClockName);
+  clock_fd_ = posix::Open(clock_path_, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  STOKER_CHECK(clock_fd_ >= 0, IoError, "cannot create {}: {}", clock_path_, std::strerror(errno));
 }
 
 PieceTraceWriter::~PieceTraceWriter() {
+  if (clock_fd_ >= 0 && last_batch_ != clock_written_) {
+    try {
+      WriteClock();
+    } catch (const IoError&) {  // a destructor never throws; the clock is then 0.1 s behind
+    }
+  }
+  if (clock_fd_ >= 0) ::close(clock_fd_);
   if (fd_ >= 0) ::close(fd_);
+}
+
+void PieceTraceWriter::WriteClock() {
+  const std::string text = ClockText(last_batch_);  // one width until the year 2286
+  const ssize_t wrote = posix::Pwrite(clock_fd_, text.data(), text.size(), 0, clock_path_);
+  STOKER_CHECK(wrote == static_cast<ssize_t>(text.size()), IoError, "cannot write {}: {}",
+               clock_path_, wrote < 0 ? std::strerror(errno) : "a short write");
+  clock_written_ = last_batch_;
 }
 
 void PieceTraceWriter::Write(const Batch& batch) {
@@ -188,6 +174,9 @@ void PieceTraceWriter::Write(const Batch& batch) {
     buffer_.insert(buffer_.end(), {batch.step, p.dataset, p.doc, p.epoch, p.first, p.count});
   }
   WriteAll(fd_, BytesOf(buffer_), path_);
+  if (clock_fd_ < 0) return;
+  last_batch_ = WallClockNow();
+  if (last_batch_ - clock_written_ >= kClockSeconds) WriteClock();
 }
 
 std::vector<TraceRun> ReadTraceDir(const std::string& trace_dir) {
@@ -195,9 +184,11 @@ std::vector<TraceRun> ReadTraceDir(const std::string& trace_dir) {
   STOKER_CHECK(fs::is_directory(trace_dir, ec), IoError, "{}: not a folder{}", trace_dir,
                ec ? ": " + ec.message() : "");
   std::vector<TraceRun> runs;
-  for (const std::string& name : List(trace_dir, true)) {
-    if (const auto start = RunStart(name)) {
-      runs.push_back(ReadRun(fmt::format("{}/{}", trace_dir, name), *start));
+  for (const std::string& name : ListFolder(trace_dir, true)) {
+    if (const auto start = RunFolderStart(name)) {
+      if (auto run = ReadRun(fmt::format("{}/{}", trace_dir, name), *start)) {
+        runs.push_back(std::move(*run));
+      }
     }
   }
   std::sort(runs.begin(), runs.end(),

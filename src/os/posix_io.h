@@ -98,6 +98,13 @@ inline ssize_t Write(int fd, const void* data, size_t bytes, const std::string& 
     return -1;
   return ::write(fd, data, bytes);
 }
+// Matches the rules of `write`.
+inline ssize_t Pwrite(int fd, const void* data, size_t bytes, off_t offset,
+                      const std::string& path) {
+  if (internal::Faulted(IoCall::kWrite, path, static_cast<uint64_t>(offset), bytes)) [[unlikely]]
+    return -1;
+  return ::pwrite(fd, data, bytes, offset);
+}
 inline int Fsync(int fd, const std::string& path) {
   if (internal::Faulted(IoCall::kFsync, path)) [[unlikely]]
     return -1;

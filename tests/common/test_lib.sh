@@ -9,3 +9,13 @@ make_work() {
   work=$(mktemp -d "${TMPDIR:-/tmp}/stoker-$1.XXXXXX")
   trap 'rm -rf "$work"' EXIT
 }
+
+# audit NAME EXPECTED_RC ARGS...: `$STOKER audit ARGS` (stdout $work/NAME.out, stderr NAME.err);
+# fails unless it exits EXPECTED_RC.
+audit() {
+  local name=$1 expected=$2 rc=0
+  shift 2
+  timeout 60 "$STOKER" audit "$@" > "$work/$name.out" 2> "$work/$name.err" || rc=$?
+  [ "$rc" = "$expected" ] ||
+    { cat "$work/$name.out" "$work/$name.err" >&2; fail "$name: stoker audit exited $rc, not $expected"; }
+}

@@ -17,6 +17,7 @@
 
 #include "common/test_support.h"
 #include "loader/piece_trace.h"
+#include "loader/run_record_files.h"
 #include "stoker/error.h"
 
 namespace stoker {
@@ -369,7 +370,7 @@ Batch BatchOf(uint64_t step, std::vector<DocPiece> pieces) {
 TEST(PieceTrace, WrittenRecordsReadBackAndAPartialRecordIsDropped) {
   TempDir dir;
   const std::string trace = dir / "trace";
-  PrepareTraceDir(trace, 5);
+  PrepareTraceDir(trace, RecordThisRun(5, 2));
   {
     PieceTraceWriter rank0(trace, 5, 0, 2), rank1(trace, 5, 1, 2);
     rank0.Write(BatchOf(6, {{1, 7, 0, 0, 30}, {0, 2, 1, 10, 34}}));
@@ -397,7 +398,7 @@ TEST(PieceTrace, PrepareRemovesSupersededRunsAndReadNamesBadFolders) {
   const std::string trace = dir / "trace";
   for (uint64_t start : {0, 8, 12, 30}) PieceTraceWriter(trace, start, 0, 1);
   std::filesystem::create_directories(trace + "/notes");
-  PrepareTraceDir(trace, 12);  // supersedes from-12 and from-30
+  PrepareTraceDir(trace, RecordThisRun(12, 1));  // supersedes from-12 and from-30
   const auto runs = ReadTraceDir(trace);
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_EQ(runs[0].start_step, 0u);
