@@ -14,6 +14,7 @@
 
 #include "base/check.h"
 #include "os/files.h"
+#include "os/host.h"
 #include "os/posix_io.h"
 
 namespace stoker {
@@ -26,8 +27,7 @@ constexpr char kLockName[] = ".stoker-lock";
 
 // Who holds the lock, as the next run's refusal names it.
 std::string HolderDescription() {
-  char host[256] = {};
-  ::gethostname(host, sizeof(host) - 1);
+  const std::string host = HostName();
   const std::time_t now = std::time(nullptr);
   char started[32] = {};
   std::strftime(started, sizeof(started), "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&now));

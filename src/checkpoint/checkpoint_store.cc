@@ -9,7 +9,6 @@
 #include <set>
 
 #include "base/check.h"
-#include "base/text_table.h"
 #include "os/files.h"
 
 namespace stoker {
@@ -143,20 +142,9 @@ std::optional<StepFolder> NewestCompleteStep(const std::string& checkpoint_dir,
 }
 
 void CheckRoomForAStep(const std::string& checkpoint_dir, const std::string& previous_step) {
-  std::error_code ec;
-  uint64_t step_bytes = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(previous_step, ec)) {
-    if (!entry.is_regular_file(ec)) continue;
-    const uintmax_t bytes = entry.file_size(ec);
-    if (!ec) step_bytes += bytes;
-  }
-  const fs::space_info space = fs::space(checkpoint_dir, ec);
-  STOKER_CHECK(!ec, IoError, "cannot tell the free space of {}: {}", checkpoint_dir, ec.message());
-  STOKER_CHECK(space.available >= step_bytes, IoError,
-               "{} has {} bytes free, less than the {} bytes of its step {}: the next save would "
-               "fail; free some space first",
-               checkpoint_dir, GroupThousands(space.available), GroupThousands(step_bytes),
-               previous_step);
+  CheckFreeSpace(checkpoint_dir, FolderBytes(previous_step),
+                 fmt::format("of its step {}: the next save would fail; free some space first",
+                             previous_step));
 }
 
 void WriteCheckpointFile(const std::string& path, const RankCheckpoint& checkpoint) {

@@ -14,6 +14,7 @@
 #include "checkpoint/checkpoint_store.h"
 #include "core/rescale.h"
 #include "os/files.h"
+#include "os/host.h"
 
 namespace stoker {
 
@@ -51,12 +52,6 @@ void RescaleRankFiles(const CheckpointStep& step, uint64_t new_world,
     WriteFileAtomically(CheckpointPath(out_step_dir, n, new_world), bytes);
     stats->bytes_written += bytes.size();
   }
-}
-
-std::string HostName() {
-  char host[256] = {};
-  ::gethostname(host, sizeof(host) - 1);
-  return host;
 }
 
 // Copies every entry of `from` but loader/ into `to`, and syncs each regular file. Not through

@@ -120,10 +120,29 @@ void OpenPieceTrace(MPI_Comm comm, const std::string& trace_dir, uint64_t start_
   OpenPieceTrace(mpi::Comm(comm), trace_dir, start_step, writer);
 }
 
+// Refuses (IoError) a trace folder whose file system has less room than one step of traces takes,
+// as the run this one goes on from wrote them: its rank files' bytes over the steps from its
+// start to this one's (a little more than one step when it recorded steps past that, replayed
+// now). Nothing to go by for a first run.
+void CheckRoomForTraces(const std::string& trace_dir, uint64_t start_step) {
+  std::optional<uint64_t> previous;
+  for (const std::string& name : ListFolder(trace_dir, true)) {
+    const auto start = RunFolderStart(name);
+    if (start && *start < start_step && (!previous || *start > *previous)) previous = start;
+  }
+  if (!previous) return;
+  const std::string dir = fmt::format("{}/from-{}", trace_dir, *previous);
+  CheckFreeSpace(trace_dir, FolderBytes(dir) / (start_step - *previous),
+                 fmt::format("of one step of traces (as {} wrote them): the run would fail "
+                             "part way; free some space first",
+                             dir));
+}
+
 void PrepareTraceDir(const std::string& trace_dir, const RunRecord& run) {
   std::error_code ec;
   fs::create_directories(trace_dir, ec);
   STOKER_CHECK(!ec, IoError, "cannot create the trace folder {}: {}", trace_dir, ec.message());
+  CheckRoomForTraces(trace_dir, run.start_step);
   for (const std::string& name : ListFolder(trace_dir, true)) {
     const auto start = RunFolderStart(name);
     if (start && *start >= run.start_step) SetRunAside(trace_dir, name, run.id);

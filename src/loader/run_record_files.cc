@@ -12,6 +12,7 @@
 #include "base/check.h"
 #include "loader/trace_names.h"
 #include "os/files.h"
+#include "os/host.h"
 
 namespace stoker {
 
@@ -20,12 +21,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kRecordFormat = 1;
-
-std::string HostName() {
-  char host[256] = {};
-  ::gethostname(host, sizeof(host) - 1);
-  return host[0] != '\0' ? host : "unknown";
-}
 
 // The time in RUN_DIR/run.clock; none when there is none (no batch yet) or it cannot be read.
 std::optional<double> ReadClock(const std::string& run_dir) {

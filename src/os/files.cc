@@ -9,9 +9,29 @@
 #include <filesystem>
 
 #include "base/check.h"
+#include "base/text_table.h"
 #include "os/posix_io.h"
 
 namespace stoker {
+
+uint64_t FolderBytes(const std::string& path) {
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(path, ec)) {
+    if (!entry.is_regular_file(ec)) continue;
+    const uintmax_t size = entry.file_size(ec);
+    if (!ec) bytes += size;
+  }
+  return bytes;
+}
+
+void CheckFreeSpace(const std::string& dir, uint64_t bytes, std::string_view what) {
+  std::error_code ec;
+  const std::filesystem::space_info space = std::filesystem::space(dir, ec);
+  STOKER_CHECK(!ec, IoError, "cannot tell the free space of {}: {}", dir, ec.message());
+  STOKER_CHECK(space.available >= bytes, IoError, "{} has {} bytes free, less than the {} bytes {}",
+               dir, GroupThousands(space.available), GroupThousands(bytes), what);
+}
 
 void SyncPath(const std::string& path, bool folder) {
   const int fd = posix::Open(path, O_RDONLY | O_CLOEXEC | (folder ? O_DIRECTORY : 0));

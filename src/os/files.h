@@ -36,6 +36,14 @@ std::string_view BytesOf(const std::vector<T>& values) {
   return {reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)};
 }
 
+// The bytes of the regular files under the folder `path`, at any depth (files that vanish while
+// it counts are passed over; none when it does not exist).
+uint64_t FolderBytes(const std::string& path);
+
+// Throws IoError when the file system of the folder `dir` has less than `bytes` free: "DIR has
+// N bytes free, less than the M bytes WHAT".
+void CheckFreeSpace(const std::string& dir, uint64_t bytes, std::string_view what);
+
 // Flushes `path` (a file, or a folder when `folder`) to stable storage. Throws IoError naming
 // the path and the failing call.
 void SyncPath(const std::string& path, bool folder);

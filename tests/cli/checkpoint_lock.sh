@@ -5,7 +5,8 @@
 # at start-up on every rank, naming the folder and A's host and pid, once, and touches nothing
 # (A's step folders are neither set aside nor deleted); A is then killed with SIGKILL, and run C
 # gets the lock at once (the kernel released it with A) and goes on from A's newest step. A
-# folder that cannot be written or lacks the space of a step is refused at start-up.
+# checkpoint or trace folder that cannot be written or lacks the space of a step is refused at
+# start-up.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
 source "$(dirname "$0")/../common/test_lib.sh"
@@ -94,3 +95,16 @@ truncate -s 1T "$ckpt/step-$newest/huge"
 expect_start_refused "a full file system" "less than the 1,099,51" \
   "$STOKER" run "${common[@]}" --steps $((newest + 40)) --resume
 rm "$ckpt/step-$newest/huge"
+# The same for the trace folder: one that cannot be written, and one with less room than a step
+# of traces takes, as the run this one goes on from wrote them (a sparse file of 10 TB in its run
+# folder).
+trace="$work/trace"
+"$STOKER" run "${common[@]}" --steps $((newest + 20)) --resume --trace "$trace" > "$work/t.out" 2>&1 ||
+  fail "a run with --trace failed: $(cat "$work/t.out")"
+expect_start_refused "a read-only trace folder" "$trace/from-$((newest + 20))/run.json" \
+  env STOKER_FAULTS="open:run.json:*:erofs" "$STOKER" run "${common[@]}" \
+  --steps $((newest + 40)) --resume --trace "$trace"
+truncate -s 10T "$trace/from-$newest/huge"
+expect_start_refused "a full trace file system" "of one step of traces (as $trace/from-$newest" \
+  "$STOKER" run "${common[@]}" --steps $((newest + 40)) --resume --trace "$trace"
+rm "$trace/from-$newest/huge"
