@@ -97,7 +97,9 @@ class Loader {
   std::optional<Batch> Next();
 
   // Saves this rank's state after the last batch Next() returned into
-  // step_dir/loader/rank-<r>-of-<W>.ckpt. Not collective: every rank calls it for the same step.
+  // step_dir/loader/rank-<r>-of-<W>.ckpt (rank 0 also the corpus table, loader/corpus.table, so
+  // that a resume on a changed corpus names the files that differ). Not collective: every rank
+  // calls it for the same step.
   // Returns once the state is copied; the file is written in the background. Rethrows the error
   // of the previous save, if it failed.
   void Save(const std::string& step_dir);

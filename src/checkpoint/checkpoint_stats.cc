@@ -7,6 +7,7 @@
 #include "base/text_table.h"
 #include "checkpoint/checkpoint_step.h"
 #include "checkpoint/checkpoint_store.h"
+#include "checkpoint/corpus_record_file.h"
 
 namespace stoker {
 
@@ -126,8 +127,9 @@ CheckpointStats CollectCheckpointStats(const std::string& step_dir, const Corpus
                      corpus->datasets.size() == step.identity.datasets.size(),
                  ConfigError,
                  "corpus {} (fingerprint {}) is not the corpus checkpoint {} was saved from "
-                 "(fingerprint {})",
-                 corpus->root, corpus->fingerprint, step_dir, step.identity.corpus_fingerprint);
+                 "(fingerprint {}):\n  {}",
+                 corpus->root, corpus->fingerprint, step_dir, step.identity.corpus_fingerprint,
+                 CorpusChangeNote(step_dir, step.identity.corpus_fingerprint, *corpus));
     dataset_docs.emplace();
     for (const DatasetInfo& d : corpus->datasets) dataset_docs->push_back(d.docs);
   }

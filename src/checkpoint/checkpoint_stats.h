@@ -75,7 +75,7 @@ std::optional<std::string> CheckpointStepFolder(const std::string& path);
 
 // Reads and checks every rank file of `step_dir` (see the header comment). `corpus`: the
 // checkpoint's corpus, or null when not at hand; a corpus of another fingerprint is a
-// ConfigError naming both.
+// ConfigError naming both and the files that differ (corpus_record_file.h).
 CheckpointStats CollectCheckpointStats(const std::string& step_dir, const CorpusTable* corpus);
 
 // A readable description: the identity, a table per dataset and a table per rank and dataset,

@@ -50,6 +50,10 @@ std::string CheckpointPath(const std::string& step_dir, uint64_t rank, uint64_t 
   return step_dir + "/loader/" + CheckpointFileName(rank, world);
 }
 
+std::string CorpusRecordPath(const std::string& step_dir) {
+  return step_dir + "/loader/corpus.table";
+}
+
 namespace {
 
 StepFolder DescribeLoaderFiles(const std::string& step_dir) {

@@ -1,6 +1,7 @@
 // Where loader checkpoints live on disk (docs/checkpoint.md):
 //
 //   CHECKPOINT_DIR/step-<N>/loader/rank-<RRRRR>-of-<WWWWW>.ckpt
+//   CHECKPOINT_DIR/step-<N>/loader/corpus.table   (rank 0's corpus record; not in older steps)
 //
 // A trainer saves its own files (model, optimizer) beside `loader/` in the same step folder. A
 // step is complete when every rank file of its world size is there (a job killed while saving
@@ -21,6 +22,9 @@ namespace stoker {
 std::string CheckpointFileName(uint64_t rank, uint64_t world);
 // step_dir/loader/rank-...-of-....ckpt
 std::string CheckpointPath(const std::string& step_dir, uint64_t rank, uint64_t world);
+// step_dir/loader/corpus.table: the corpus record rank 0 writes (corpus_record_file.h). Not a
+// rank file: it plays no part in whether a step is complete.
+std::string CorpusRecordPath(const std::string& step_dir);
 
 struct StepFolder {
   std::string path;

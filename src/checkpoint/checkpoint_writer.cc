@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "checkpoint/checkpoint_store.h"
+#include "os/files.h"
 
 namespace stoker {
 
@@ -22,11 +23,12 @@ CheckpointWriter::~CheckpointWriter() {
   thread_.join();
 }
 
-void CheckpointWriter::Submit(std::string path, RankCheckpoint snapshot) {
+void CheckpointWriter::Submit(std::string path, RankCheckpoint snapshot,
+                              std::optional<FirstFile> first) {
   Wait();
   {
     std::lock_guard lock(mutex_);
-    job_ = Job{std::move(path), std::move(snapshot)};
+    job_ = Job{std::move(path), std::move(snapshot), std::move(first)};
   }
   changed_.notify_all();
 }
@@ -48,6 +50,7 @@ void CheckpointWriter::Run() {
     lock.unlock();
     std::exception_ptr error;
     try {
+      if (job.first) WriteFileAtomically(job.first->path, *job.first->bytes);
       WriteCheckpointFile(job.path, job.snapshot);
     } catch (...) {
       error = std::current_exception();

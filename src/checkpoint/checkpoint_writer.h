@@ -10,6 +10,7 @@
 
 #include <condition_variable>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -26,7 +27,15 @@ class CheckpointWriter {
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
-  void Submit(std::string path, RankCheckpoint snapshot);
+  // A file written before the rank file, the same way: rank 0's corpus record
+  // (corpus_record_file.h), so that a step whose rank file 0 is there has its record too. The
+  // bytes are shared, not copied: they are the same at every save.
+  struct FirstFile {
+    std::string path;
+    std::shared_ptr<const std::string> bytes;
+  };
+
+  void Submit(std::string path, RankCheckpoint snapshot, std::optional<FirstFile> first = {});
   // Waits until the last submitted file is written; rethrows its error.
   void Wait();
 
@@ -34,6 +43,7 @@ class CheckpointWriter {
   struct Job {
     std::string path;
     RankCheckpoint snapshot;
+    std::optional<FirstFile> first;
   };
   void Run();
 

@@ -12,6 +12,7 @@
 #include "checkpoint/checkpoint_lock.h"
 #include "checkpoint/checkpoint_step.h"
 #include "checkpoint/checkpoint_store.h"
+#include "checkpoint/corpus_record_file.h"
 #include "core/rescale.h"
 #include "os/files.h"
 #include "os/host.h"
@@ -54,6 +55,16 @@ void RescaleRankFiles(const CheckpointStep& step, uint64_t new_world,
   }
 }
 
+// The corpus record, if the step has one (older steps have none), checked and copied byte for
+// byte: it does not depend on the world size.
+void CopyCorpusRecord(const std::string& step_dir, const std::string& out_step_dir,
+                      ReshardStats* stats) {
+  std::string bytes;
+  if (!ReadCorpusRecord(step_dir, &bytes)) return;
+  WriteFileAtomically(CorpusRecordPath(out_step_dir), bytes);
+  stats->bytes_written += bytes.size();
+}
+
 // Copies every entry of `from` but loader/ into `to`, and syncs each regular file. Not through
 // the I/O seam: these are the trainer's files, not stoker's.
 void CopyOtherFiles(const std::string& from, const std::string& to) {
@@ -91,6 +102,7 @@ ReshardStats ReshardCheckpoint(const std::string& step_dir, uint64_t new_world,
   } else {
     RescaleRankFiles(step, new_world, out_step_dir, &stats);
   }
+  CopyCorpusRecord(step_dir, out_step_dir, &stats);
   return stats;
 }
 

@@ -21,9 +21,10 @@ struct ReshardStats {
 };
 
 // Reads every rank file of `step_dir` (a complete, consistent CheckpointStep) and writes
-// out_step_dir/loader/rank-<r>-of-<new_world>.ckpt for every new rank. Refuses new_world = 0 or
-// above the checkpoint's logical-shard count (ConfigError), and an existing rank file in
-// out_step_dir (ConfigError: never overwrite a checkpoint).
+// out_step_dir/loader/rank-<r>-of-<new_world>.ckpt for every new rank, and a copy of the step's
+// corpus record (corpus_record_file.h) when it has one. Refuses new_world = 0 or above the
+// checkpoint's logical-shard count (ConfigError), and an existing rank file in out_step_dir
+// (ConfigError: never overwrite a checkpoint).
 ReshardStats ReshardCheckpoint(const std::string& step_dir, uint64_t new_world,
                                const std::string& out_step_dir);
 

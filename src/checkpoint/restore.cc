@@ -9,6 +9,7 @@
 #include "checkpoint/checkpoint_lock.h"
 #include "checkpoint/checkpoint_step.h"
 #include "checkpoint/checkpoint_store.h"
+#include "checkpoint/corpus_record_file.h"
 #include "checkpoint/interrupted_steps.h"
 #include "core/partition.h"
 #include "core/rescale.h"
@@ -78,27 +79,33 @@ void PrepareFreshStart(const mpi::Comm& comm, const std::string& checkpoint_dir,
   });
 }
 
-void CheckIdentity(const OrderIdentity& saved, const OrderIdentity& now, const std::string& path) {
-  const std::vector<std::string> differences = IdentityDifferences(saved, now);
+void CheckIdentity(const CheckpointStep& step, const OrderIdentity& now,
+                   const CorpusTable& corpus) {
+  std::vector<std::string> differences = IdentityDifferences(step.identity, now);
   if (differences.empty()) return;
+  if (step.identity.corpus_fingerprint != now.corpus_fingerprint) {
+    differences.push_back(CorpusChangeNote(step.path, step.identity.corpus_fingerprint, corpus));
+  }
   throw ConfigError(fmt::format(
       "checkpoint {} does not belong to this run; it was saved with another configuration "
       "(the weights, the number of ranks and the batch size may change at a resume; these may "
       "not):\n  {}",
-      path, fmt::join(differences, "\n  ")));
+      CheckpointPath(step.path, 0, step.world), fmt::join(differences, "\n  ")));
 }
 
 namespace {
 
 // The step folder, checked by rank 0 (which also reads rank file 0 and checks it against `now`)
-// and known to every rank; its identity is `now`'s, which rank file 0's matched.
+// and known to every rank; its identity is `now`'s, which rank file 0's matched. Rank 0 alone
+// reads the corpus record, for a refusal only: FailTogether carries the refusal's text to every
+// rank, which throw it together.
 CheckpointStep OpenStepTogether(const mpi::Comm& comm, const std::string& step_dir,
-                                const OrderIdentity& now) {
+                                const OrderIdentity& now, const CorpusTable& corpus) {
   ByteWriter out;
   mpi::FailTogether(comm, [&] {
     if (comm.rank() != 0) return;
     const CheckpointStep step = OpenCheckpointStep(step_dir);
-    CheckIdentity(step.identity, now, CheckpointPath(step_dir, 0, step.world));
+    CheckIdentity(step, now, corpus);
     out.Put<uint64_t>(step.world);
     out.Put<uint64_t>(step.step);
     out.Put<uint64_t>(step.weights.size());
@@ -118,8 +125,8 @@ CheckpointStep OpenStepTogether(const mpi::Comm& comm, const std::string& step_d
 }  // namespace
 
 RestoredState RestoreRankState(const mpi::Comm& comm, const std::string& step_dir,
-                               const OrderIdentity& now) {
-  CheckpointStep saved = OpenStepTogether(comm, step_dir, now);
+                               const OrderIdentity& now, const CorpusTable& corpus) {
+  CheckpointStep saved = OpenStepTogether(comm, step_dir, now, corpus);
   const uint64_t old_world = saved.world;
   std::vector<double>& saved_weights = saved.weights;
   const auto world = static_cast<uint64_t>(comm.size());

@@ -12,10 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint_step.h"
 #include "core/checkpoint_codec.h"
 #include "core/loader_state.h"
 #include "core/row_planner.h"
 #include "mpi/comm.h"
+#include "stoker/corpus.h"
 
 namespace stoker {
 
@@ -46,10 +48,11 @@ struct RestoredState {
 };
 
 // This rank's state from the step folder `step_dir`. Refuses (ConfigError) a checkpoint saved with
-// another corpus, seed, logical-shard count, seq_len or EOS/BOS than `now`, saying what differs;
+// another corpus, seed, logical-shard count, seq_len or EOS/BOS than `now`, saying what differs
+// (of another corpus: which files of `corpus`, the table `now` was made from, differ);
 // a missing or corrupt rank file is an error naming it.
 RestoredState RestoreRankState(const mpi::Comm& comm, const std::string& step_dir,
-                               const OrderIdentity& now);
+                               const OrderIdentity& now, const CorpusTable& corpus);
 
 // Checks that a restored state fits the corpus it resumes on: every cursor inside its logical
 // shard's slice, the interleaving inside the rank's shards, unfinished documents listed once and
@@ -57,8 +60,9 @@ RestoredState RestoreRankState(const mpi::Comm& comm, const std::string& step_di
 void CheckStateFits(const RankState& state, const PlannerConfig& planner,
                     const std::string& step_dir);
 
-// Checks the identity a checkpoint (the file `path`) was saved with against `now` (ConfigError
-// listing the differences).
-void CheckIdentity(const OrderIdentity& saved, const OrderIdentity& now, const std::string& path);
+// Checks the identity `step` was saved with against `now`: ConfigError listing the differences,
+// naming rank file 0, and when the corpus fingerprints differ also which files of `corpus` differ
+// from the step's corpus record (corpus_record_file.h), which it reads only then.
+void CheckIdentity(const CheckpointStep& step, const OrderIdentity& now, const CorpusTable& corpus);
 
 }  // namespace stoker

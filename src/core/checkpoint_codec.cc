@@ -1,114 +1,20 @@
 #include "core/checkpoint_codec.h"
 
-#include <xxhash.h>
-
-#include <cstring>
-
 #include "base/check.h"
+#include "core/field_codec.h"
 
 namespace stoker {
 
 namespace {
 
-constexpr char kMagic[8] = {'S', 'T', 'O', 'K', 'E', 'R', 'C', 'K'};
-constexpr size_t kHeader = 20;
-constexpr size_t kTrailer = 8;
-
-uint64_t ZigZag(int64_t v) {
-  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
-}
-int64_t UnZigZag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
-
-class Writer {
- public:
-  void U(uint64_t v) {
-    while (v >= 0x80) {
-      out_.push_back(static_cast<char>(v | 0x80));
-      v >>= 7;
-    }
-    out_.push_back(static_cast<char>(v));
-  }
-  void S(int64_t v) { U(ZigZag(v)); }
-  void D(double v) {
-    uint64_t bits;
-    std::memcpy(&bits, &v, 8);
-    Fixed(bits, 8);
-  }
-  void Str(std::string_view s) {
-    U(s.size());
-    out_.append(s);
-  }
-  void Fixed(uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i) out_.push_back(static_cast<char>(v >> (8 * i)));
-  }
-  std::string& bytes() { return out_; }
-
- private:
-  std::string out_;
-};
-
-class Reader {
- public:
-  Reader(std::string_view bytes, const std::string& source) : in_(bytes), source_(source) {}
-  uint64_t U() {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      Need(1);
-      const auto byte = static_cast<uint8_t>(in_[pos_++]);
-      if (shift == 63 && byte > 1) Fail("a number runs past 64 bits");
-      v |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      if ((byte & 0x80) == 0) return v;
-    }
-    Fail("a number runs past 64 bits");
-  }
-  int64_t S() { return UnZigZag(U()); }
-  double D() {
-    const uint64_t bits = Fixed(8);
-    double v;
-    std::memcpy(&v, &bits, 8);
-    return v;
-  }
-  std::string Str() {
-    const uint64_t n = U();
-    Need(n);
-    std::string s(in_.substr(pos_, n));
-    pos_ += n;
-    return s;
-  }
-  uint64_t Fixed(int bytes) {
-    Need(bytes);
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; ++i)
-      v |= static_cast<uint64_t>(static_cast<uint8_t>(in_[pos_++])) << (8 * i);
-    return v;
-  }
-  // A count of items of at least `min_bytes` each: never more than the bytes left allow.
-  uint64_t Count(uint64_t min_bytes) {
-    const uint64_t n = U();
-    if (n > (in_.size() - pos_) / std::max<uint64_t>(1, min_bytes))
-      Fail("a count exceeds the file");
-    return n;
-  }
-  bool done() const { return pos_ == in_.size(); }
-  uint64_t left() const { return in_.size() - pos_; }
-  [[noreturn]] void Fail(const std::string& what) const {
-    throw DataError(fmt::format("{}: not a valid stoker checkpoint: {}", source_, what));
-  }
-
- private:
-  void Need(uint64_t n) const {
-    if (n > in_.size() - pos_) Fail("it ends early");
-  }
-  std::string_view in_;
-  std::string source_;
-  size_t pos_ = 0;
-};
+constexpr std::string_view kMagic = "STOKERCK";
+constexpr const char* kKind = "stoker checkpoint";
 
 // A cursor is coded against the previous shard's cursor of the same dataset. Short form, one
 // byte in the common case: an even varint 2 * zigzag(position difference), when the epoch is the
 // same and no document is cut. Long form: the varint 1, then zigzag epoch difference, zigzag
 // position difference and the offset.
-void PutCursors(const RankState& state, Writer* w) {
+void PutCursors(const RankState& state, FieldWriter* w) {
   const uint64_t shards = state.shards.size();
   for (uint64_t d = 0; d < state.datasets; ++d) {
     ShardCursor previous;
@@ -130,7 +36,7 @@ void PutCursors(const RankState& state, Writer* w) {
   }
 }
 
-void GetCursors(Reader* r, RankState* state) {
+void GetCursors(FieldReader* r, RankState* state) {
   const uint64_t shards = state->shards.size();
   // Every cursor takes at least 1 byte: never allocate more cursors than the bytes can hold.
   if (shards > 0 && state->datasets > r->left() / shards) r->Fail("more cursors than bytes");
@@ -156,7 +62,7 @@ void GetCursors(Reader* r, RankState* state) {
   }
 }
 
-void PutIdentity(const OrderIdentity& id, Writer* w) {
+void PutIdentity(const OrderIdentity& id, FieldWriter* w) {
   w->Str(id.corpus_fingerprint);
   w->U(id.seed);
   w->U(id.logical_shards);
@@ -168,7 +74,7 @@ void PutIdentity(const OrderIdentity& id, Writer* w) {
   for (const auto& name : id.datasets) w->Str(name);
 }
 
-OrderIdentity GetIdentity(Reader* r) {
+OrderIdentity GetIdentity(FieldReader* r) {
   OrderIdentity id;
   id.corpus_fingerprint = r->Str();
   id.seed = r->U();
@@ -187,7 +93,7 @@ OrderIdentity GetIdentity(Reader* r) {
 
 std::string EncodeCheckpoint(const RankCheckpoint& c) {
   const RankState& s = c.state;
-  Writer payload;
+  FieldWriter payload;
   PutIdentity(c.identity, &payload);
   payload.U(c.world);
   payload.U(c.rank);
@@ -207,40 +113,11 @@ std::string EncodeCheckpoint(const RankCheckpoint& c) {
     payload.U(u.dataset);
     payload.U(u.shard);
   }
-  Writer file;
-  file.bytes().append(kMagic, sizeof(kMagic));
-  file.Fixed(kCheckpointFormatVersion, 4);
-  file.Fixed(payload.bytes().size(), 8);
-  file.bytes() += payload.bytes();
-  file.Fixed(XXH3_64bits(file.bytes().data(), file.bytes().size()), 8);
-  return std::move(file.bytes());
+  return FrameFile(kMagic, kCheckpointFormatVersion, payload.bytes());
 }
 
 RankCheckpoint DecodeCheckpoint(std::string_view bytes, const std::string& source) {
-  Reader frame(bytes, source);
-  if (bytes.size() < kHeader + kTrailer || std::memcmp(bytes.data(), kMagic, 8) != 0) {
-    frame.Fail(fmt::format("no stoker checkpoint header ({} bytes)", bytes.size()));
-  }
-  frame.Fixed(8);
-  const uint64_t version = frame.Fixed(4);
-  if (version != kCheckpointFormatVersion) {
-    frame.Fail(
-        fmt::format("format version {} (this stoker reads {})", version, kCheckpointFormatVersion));
-  }
-  const uint64_t length = frame.Fixed(8);
-  if (length != bytes.size() - kHeader - kTrailer) {
-    frame.Fail(fmt::format("it holds {} bytes where its header promises {} (truncated?)",
-                           bytes.size(), length + kHeader + kTrailer));
-  }
-  uint64_t stored = 0;
-  for (int i = 0; i < 8; ++i) {
-    stored |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[bytes.size() - 8 + i])) << (8 * i);
-  }
-  if (stored != XXH3_64bits(bytes.data(), bytes.size() - kTrailer)) {
-    frame.Fail("checksum mismatch (the file is corrupt)");
-  }
-
-  Reader r(bytes.substr(kHeader, length), source);
+  FieldReader r = UnframeFile(bytes, kMagic, kCheckpointFormatVersion, source, kKind);
   RankCheckpoint c;
   c.identity = GetIdentity(&r);
   c.world = r.U();

@@ -7,6 +7,7 @@
 //   bytes 12..19  payload length P, uint64 little-endian
 //   bytes 20..    payload: LEB128 varints, zigzag for signed values, length-prefixed strings
 //   last 8 bytes  XXH3-64 of every byte before them, little-endian
+// (the frame and the fields are core/field_codec.h's, which the corpus record shares)
 //
 // Cursors are stored as differences from the previous logical shard's cursor of the same
 // dataset: a rank's shards advance together, so most cursors take one byte (docs/checkpoint.md).

@@ -14,6 +14,7 @@
 #include "checkpoint/checkpoint_lock.h"
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/checkpoint_writer.h"
+#include "checkpoint/corpus_record_file.h"
 #include "checkpoint/restore.h"
 #include "core/loader_state.h"
 #include "loader/batch_reader.h"
@@ -48,6 +49,9 @@ class Loader::Impl {
   mpi::Comm comm_;
   LoaderConfig config_;
   LoaderSetup setup_;
+  // Rank 0's encoded corpus record, written beside its rank file at every save (null on other
+  // ranks): encoded once, since the table does not change during a run.
+  std::shared_ptr<const std::string> corpus_record_;
   RankState delivered_;  // the state after the last batch Next() returned (trainer's thread)
   CheckpointWriter writer_;
 
@@ -70,6 +74,9 @@ Loader::Impl::Impl(MPI_Comm comm, const LoaderConfig& config)
     : comm_(comm),
       config_(config),
       setup_(SetUpLoader(comm_, config_)),
+      corpus_record_(comm_.rank() == 0 ? std::make_shared<const std::string>(
+                                             EncodeCorpusRecord(RecordOf(setup_.table)))
+                                       : nullptr),
       delivered_(StartingState()),
       pool_(setup_.table, setup_.arrays, config_.max_open_files),
       index_(setup_.table, &pool_, config_.offset_cache_bytes),
@@ -95,7 +102,7 @@ RankState Loader::Impl::StartingState() {
     return InitialRankState(setup_.table.datasets.size(), config_.logical_shards, comm_.size(),
                             comm_.rank());
   }
-  RestoredState restored = RestoreRankState(comm_, config_.resume_from, Identity());
+  RestoredState restored = RestoreRankState(comm_, config_.resume_from, Identity(), setup_.table);
   mpi::FailTogether(comm_,
                     [&] { CheckStateFits(restored.state, setup_.planner, config_.resume_from); });
   if (restored.saved_weights != setup_.weights) {
@@ -113,7 +120,11 @@ void Loader::Impl::Save(const std::string& step_dir) {
                           .world = static_cast<uint64_t>(comm_.size()),
                           .rank = static_cast<uint64_t>(comm_.rank()),
                           .state = delivered_};
-  writer_.Submit(CheckpointPath(step_dir, snapshot.rank, snapshot.world), std::move(snapshot));
+  std::optional<CheckpointWriter::FirstFile> record;
+  if (corpus_record_)
+    record = CheckpointWriter::FirstFile{CorpusRecordPath(step_dir), corpus_record_};
+  writer_.Submit(CheckpointPath(step_dir, snapshot.rank, snapshot.world), std::move(snapshot),
+                 std::move(record));
 }
 
 Loader::Impl::~Impl() {

@@ -64,7 +64,7 @@ ok "$work/reshard" "$STOKER" reshard "$work/ck/step-10" --world-size 3 --out "$w
 grep -q "resharded step 10 from 2 to 3 ranks" "$work/reshard.out" ||
   fail "reshard's summary: $(cat "$work/reshard.out")"
 written=$(sed -n 's/.*: \([0-9]*\) bytes written.*/\1/p' "$work/reshard.out")
-files=$(stat -c %s "$work"/resharded/loader/rank-0000[0-2]-of-00003.ckpt |
+files=$(stat -c %s "$work"/resharded/loader/{rank-0000[0-2]-of-00003.ckpt,corpus.table} |
   awk '{s += $1} END {print s}')
 [ "$written" = "$files" ] || fail "reshard says $written bytes written; its files hold $files"
 grep -q "is not named step-10" "$work/reshard.err" ||
@@ -311,10 +311,10 @@ ok "$work/over" $MPIRUN -np 3 "$STOKER" run "${args[@]}" --steps 5 --checkpoint-
   "$work/ck-over" --save-every 5 --start-over
 grep -q -F -- "--start-over: deleted $work/ck-over/step-10 of an earlier run" "$work/over.err" ||
   fail "--start-over did not say what it deleted: $(cat "$work/over.err")"
-[ "$(ls "$work/ck-over")" = "step-5" ] && [ "$(ls "$work/ck-over/step-5/loader" | wc -l)" = 3 ] &&
-  [ -z "$(ls "$work/ck-over/step-5/loader" | grep -v 'of-00003.ckpt$')" ] ||
+[ "$(ls "$work/ck-over")" = "step-5" ] && [ "$(ls "$work/ck-over/step-5/loader" | wc -l)" = 4 ] &&
+  [ -z "$(ls "$work/ck-over/step-5/loader" | grep -v -e 'of-00003.ckpt$' -e '^corpus.table$')" ] ||
   fail "--start-over left: $(ls -R "$work/ck-over")"
-echo "ok: --start-over deleted the earlier steps; step-5 holds the 3 files of the new run only"
+echo "ok: --start-over deleted the earlier steps; step-5 holds the new run's files only"
 
 # --- --help explains the commands. ---
 ok "$work/help-reshard" "$STOKER" reshard --help

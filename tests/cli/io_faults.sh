@@ -3,8 +3,9 @@
 # seam, os/posix_io.h; for testing only), each run under `timeout 60` so that a hang fails:
 #   - rank 1's fsync (then its write, then its rename) of its step-6 checkpoint file fails: the
 #     run exits non-zero, rank 1 printing an error that names the file and the call; step 6 holds
-#     no file and no temporary file of rank 1; --resume goes on from step 4 (its dump proves it)
-#     and the chain of traces audits clean;
+#     no file and no temporary file of rank 1; --resume goes on from the newest step both ranks
+#     saved, 4 (or 2: rank 0 may still be saving step 4 when rank 1's error ends the job), its
+#     dump proves it, and the chain of traces audits clean;
 #   - a pread of a shard fails (the 6th read of a/part-00001.h5 on each rank): the run exits
 #     non-zero naming the file, its dataset and the byte offset;
 #   - on one rank, the read error is one line and exit code 1, without MPI_Abort's banner;
@@ -46,18 +47,23 @@ for call in fsync write rename; do
     fail "save-$call: the failing call is not named: $(cat "$work/save-$call.txt")"
   [ ! -e "$file" ] && [ ! -e "$file.tmp" ] || fail "save-$call: rank 1 left a file in step 6"
   [ -f "$ck/step-4/loader/rank-00001-of-00002.ckpt" ] || fail "save-$call: step 4 is gone"
+  # The newest step both ranks saved: 4, or 2 when rank 1's error (raised by its save of step 8)
+  # ended the job while rank 0, which waits for no other rank, was still saving step 4.
+  newest=$(timeout 60 "$STOKER" steps "$ck" --newest | cut -f1)
+  [ "$newest" = 4 ] || [ "$newest" = 2 ] || fail "save-$call: the newest complete step is" \
+    "'$newest': $(ls -R "$ck")"
   timeout 60 $MPIRUN -np 2 "$STOKER" run "${common[@]}" --checkpoint-dir "$ck" --resume \
     --steps 10 --trace "$tr" --dump "$work/dump-$call" > "$work/resume-$call.txt" 2>&1 ||
     fail "save-$call: --resume failed: $(cat "$work/resume-$call.txt")"
   for r in 0 1; do
-    [ "$(stat -c %s "$work/dump-$call/rank-$r.bin")" = $((6 * batch_bytes)) ] ||
-      fail "save-$call: rank $r did not resume from step 4"
+    [ "$(stat -c %s "$work/dump-$call/rank-$r.bin")" = $(((10 - newest) * batch_bytes)) ] ||
+      fail "save-$call: rank $r did not resume from step $newest"
   done
   timeout 60 "$STOKER" audit "$tr" > "$work/audit-$call.txt" 2>&1 ||
     fail "save-$call: audit: $(cat "$work/audit-$call.txt")"
   echo "ok: a failing $call of rank 1's step-6 file:" \
        "$(grep -m1 -F "($call)" "$work/save-$call.txt" | cut -c1-160)..."
-  echo "ok:   --resume went on from step 4; audit clean"
+  echo "ok:   --resume went on from step $newest; audit clean"
 done
 
 # --- A read error in a shard: named with its file, dataset and byte offset. ---

@@ -1,0 +1,55 @@
+#include "checkpoint/corpus_record_file.h"
+
+#include <filesystem>
+
+#include "base/check.h"
+#include "checkpoint/checkpoint_store.h"
+#include "core/corpus_diff.h"
+#include "os/files.h"
+
+namespace stoker {
+
+CorpusRecord RecordOf(const CorpusTable& table) {
+  CorpusRecord record{.fingerprint = table.fingerprint};
+  record.shards.reserve(table.shards.size());
+  for (const ShardInfo& s : table.shards) {
+    record.shards.push_back({.path = s.path,
+                             .file_bytes = s.file_bytes,
+                             .docs = s.docs,
+                             .tokens = s.tokens,
+                             .token_type = s.token_type});
+  }
+  return record;
+}
+
+std::optional<CorpusRecord> ReadCorpusRecord(const std::string& step_dir, std::string* bytes) {
+  const std::string path = CorpusRecordPath(step_dir);
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return std::nullopt;
+  std::string read = ReadFile(path);
+  CorpusRecord record = DecodeCorpusRecord(read, path);
+  if (bytes != nullptr) *bytes = std::move(read);
+  return record;
+}
+
+std::string CorpusChangeNote(const std::string& step_dir, const std::string& saved_fingerprint,
+                             const CorpusTable& now) {
+  const std::string unknown = "so which files differ is not known";
+  std::optional<CorpusRecord> saved;
+  try {
+    saved = ReadCorpusRecord(step_dir);
+  } catch (const Error& e) {
+    return fmt::format("{}; {}", e.what(), unknown);
+  }
+  if (!saved) {
+    return fmt::format("checkpoint {} predates the corpus record (it has no {}), {}", step_dir,
+                       CorpusRecordPath(step_dir), unknown);
+  }
+  if (saved->fingerprint != saved_fingerprint) {
+    return fmt::format("{} records a corpus of fingerprint {}, not the {} of its rank files, {}",
+                       CorpusRecordPath(step_dir), saved->fingerprint, saved_fingerprint, unknown);
+  }
+  return DescribeCorpusDiff(DiffCorpus(*saved, RecordOf(now)));
+}
+
+}  // namespace stoker
