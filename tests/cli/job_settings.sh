@@ -2,7 +2,8 @@
 # jobs/mpirun/train.sh refuses a wrong setting before anything is launched: exit 2, a message
 # that names the setting (and its value), no mpirun started, no checkpoint folder made. Each
 # trainer option goes through `stoker-train --check` (the trainer's own parsing and checks), so
-# the messages are the trainer's. Then one right setting runs, to show the check lets it pass.
+# the messages are the trainer's. Then one right setting runs, to show the check lets it pass,
+# and a refusal the ranks make together after the launch ends without Open MPI's banner.
 # Environment: STOKER, STOKER_TRAIN, MPIRUN, STOKER_SOURCE (see tests/CMakeLists.txt).
 set -euo pipefail
 source "$(dirname "$0")/../common/test_lib.sh"
@@ -50,4 +51,17 @@ refused STOKER_HOME=/nope "STOKER_HOME=/nope holds no jobs/common.sh"
 NP=1 "$STOKER_SOURCE/jobs/mpirun/train.sh" > "$work/out" 2> "$work/err" ||
   { cat "$work/err" >&2; fail "a run with right settings failed"; }
 [ -d "$work/ck/step-4" ] || { cat "$work/err" >&2; fail "no step-4 after a run with right settings"; }
-echo "PASS: 17 wrong settings refused before the launch, naming each; right ones train"
+
+# A refusal the ranks make together after the launch (another SEQ_LEN than the checkpoint's) is
+# the trainer's message once and the script's line, without Open MPI's "Primary job terminated"
+# banner.
+rc=0
+NP=2 SEQ_LEN=32 STEPS=8 "$STOKER_SOURCE/jobs/mpirun/train.sh" > "$work/out" 2> "$work/err" || rc=$?
+[ "$rc" = 1 ] || { cat "$work/err" >&2; fail "a resume with another SEQ_LEN exited $rc, not 1"; }
+[ "$(grep -c "seq_len: checkpoint 16, now 32" "$work/err")" = 1 ] &&
+  grep -q "the trainer failed (exit code 1): its error is above" "$work/err" ||
+  { cat "$work/err" >&2; fail "the refusal of another SEQ_LEN was not said once"; }
+! grep -qi "primary job\|mpirun detected" "$work/err" ||
+  { cat "$work/err" >&2; fail "Open MPI's banner followed the refusal"; }
+echo "PASS: 17 wrong settings refused before the launch, naming each; right ones train; a" \
+  "collective refusal after the launch ends without Open MPI's banner"
