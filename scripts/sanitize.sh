@@ -39,10 +39,13 @@ case "$kind" in
     # cli.checkpoint_faults runs here; the listing and removal run here in unit InterruptedSteps.
     # cli.audit_runs (two runs at once, slowed on purpose) checks run records whose rule runs
     # here in unit RunRecords and RunRecordFiles, and whose writer runs in cli.audit.
+    # cli.rescale (150 s here: resumes on 1 to 7 ranks of 2 cores) runs the rescale that mpi
+    # CheckpointTest.Rescaled* and FromFewerRanks* run here at 1, 2 and 4 ranks (there and back,
+    # the offline reshard against the MPI rescale, every token once).
     # cli.corpus_changed (resumes refused on a changed corpus) runs the diff that unit CorpusDiff
     # and CorpusRecord check here; every save here writes the corpus record, every reshard
     # copies it.
-    exclude='^cli\.(soak|empty_documents|options|errors|synth_inspect_verify|checkpoint_lock|interrupted_steps|audit_runs|corpus_changed)$'
+    exclude='^cli\.(soak|empty_documents|options|errors|synth_inspect_verify|checkpoint_lock|interrupted_steps|audit_runs|corpus_changed|rescale)$'
     ;;
   thread)
     build_dir=${STOKER_TSAN_BUILD_DIR:-build-tsan}
