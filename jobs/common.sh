@@ -6,8 +6,10 @@
 # say: `stoker steps` finds the newest complete step (the rule a resume applies) and
 # `stoker reshard` makes a whole resharded step folder; no step folder is checked here.
 #
-# Settings: environment variables; a value set before the script runs wins over the default,
-# and one set to nothing is an error (the trainer's --check names it), not the default.
+# Settings: environment variables; a value set before the script runs wins over the default.
+# One set to nothing is an error (named before anything starts), not the default, except for
+# WEIGHTS, TRACE_DIR, TRAIN_ARGS, RESULT_FILE, WARNING_SECONDS, STEP and NEW_CHECKPOINT_DIR,
+# where nothing means none (or the default) as below.
 #   STOKER_HOME      the stoker checkout (default: the folder holding jobs/)
 #   STOKER_TRAIN     the trainer program (default $STOKER_HOME/build/stoker-train); another
 #                    trainer must take stoker-train's flags, --check and --ready-file included
@@ -39,6 +41,12 @@
 #   the newest complete one), NEW_CHECKPOINT_DIR (where its step-<N>/ goes;
 #   default "$CHECKPOINT_DIR-to-$WORLD_SIZE").
 
+# `wait -n -p` (below) needs bash 5.1 or later.
+if ((BASH_VERSINFO[0] < 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] < 1))); then
+  echo "error: jobs/ needs bash 5.1 or later, not $BASH_VERSION" >&2
+  exit 2
+fi
+
 stoker_settings() {
   : "${STOKER_HOME:?STOKER_HOME must name the stoker checkout}"
   # `=`, not `:=`: a setting given as empty (CHECKPOINT_DIR="") stays empty, and the trainer's
@@ -49,7 +57,7 @@ stoker_settings() {
   : "${SEQ_LEN=128}" "${BATCH_SIZE=16}" "${SEED=0}"
   : "${TRACE_DIR:=}" "${TRAIN_ARGS:=}" "${RESULT_FILE:=}"
   : "${TRAINER_FILES=model.pt optimizer.pt trainer.json}"
-  : "${LAUNCHER:=mpirun}" "${MPIRUN:=mpirun}" "${NP=2}" "${REQUEUE:=1}" "${IDLE_REQUEUES=3}"
+  : "${LAUNCHER=mpirun}" "${MPIRUN=mpirun}" "${NP=2}" "${REQUEUE=1}" "${IDLE_REQUEUES=3}"
   : "${WARNING_SECONDS:=}" "${WORLD_SIZE:=}" "${STEP:=}" "${NEW_CHECKPOINT_DIR:=}"
   [ "$CHECKPOINT_DIR" = / ] || CHECKPOINT_DIR=${CHECKPOINT_DIR%/}
 }
@@ -90,7 +98,7 @@ _stoker_steps() {
   for f in "${files[@]}"; do require+=(--require "$f"); done
   STEP_NUMBER="" STEP_WORLD="" STEP_PATH=""
   [ -x "$STOKER" ] || { stoker_say "error: STOKER is not an executable program: $STOKER"; return 1; }
-  line=$("$STOKER" steps "$@" "${require[@]}") || return 1
+  line=$(setsid -w "$STOKER" steps "$@" "${require[@]}") || return 1
   IFS=$'\t' read -r STEP_NUMBER STEP_WORLD STEP_PATH <<< "$line" || true
 }
 
@@ -113,8 +121,7 @@ stoker_train_command() {
   [ -z "$TRACE_DIR" ] || _stoker_arg TRACE_DIR --trace "$TRACE_DIR"
   [ -z "$RESULT_FILE" ] || _stoker_arg RESULT_FILE --result "$RESULT_FILE"
   local extra=() flag
-  # shellcheck disable=SC2206  # TRAIN_ARGS is a list of flags, split on spaces on purpose
-  extra=($TRAIN_ARGS)
+  read -ra extra <<< "$TRAIN_ARGS"  # a list of flags, split on white space (never globbed)
   for flag in "${extra[@]}"; do
     [[ "$flag" != --* ]] || _stoker_setting_of[${flag%%=*}]=TRAIN_ARGS
   done
@@ -138,8 +145,16 @@ stoker_check_settings() {
   [[ "$REQUEUE" =~ ^[01]$ ]] || stoker_fail "REQUEUE must be 0 or 1, not '$REQUEUE'"
   [[ "$IDLE_REQUEUES" =~ ^[0-9]+$ ]] ||
     stoker_fail "IDLE_REQUEUES must be a whole number, not '$IDLE_REQUEUES'"
-  out=$("$STOKER_TRAIN" --check "${STOKER_ARGS[@]}" 2>&1) || rc=$?
+  [[ -z "$WARNING_SECONDS" || "$WARNING_SECONDS" =~ ^[0-9]+$ ]] ||
+    stoker_fail "WARNING_SECONDS must be a whole number of seconds, not '$WARNING_SECONDS'"
+  [ -n "${TRAINER_FILES// /}" ] || stoker_fail "TRAINER_FILES is empty: name the files the" \
+    "trainer saves in a step folder (stoker-train: model.pt optimizer.pt trainer.json)"
+  [ -n "${MPIRUN// /}" ] || stoker_fail "MPIRUN is empty: give mpirun and its flags"
+  # In a session of its own, as the trainer: a Ctrl-C in the terminal reaches this script (which
+  # then does not launch), not the check.
+  out=$(setsid -w "$STOKER_TRAIN" --check "${STOKER_ARGS[@]}" 2>&1) || rc=$?
   [ "$rc" != 0 ] || return 0
+  [ "$rc" -le 128 ] || stoker_fail "$STOKER_TRAIN --check was killed (exit $rc): $out"
   printf '%s\n' "$out" | sed 's/^/  /' >&2
   for flag in "${!_stoker_setting_of[@]}"; do
     setting=${_stoker_setting_of[$flag]}
@@ -163,20 +178,25 @@ stoker_check_settings() {
 #     stopped and, under Slurm, the job requeued;
 #   - all ranks then stop at the same next step, save it and exit 0. USR1, not TERM: mpirun
 #     answers SIGTERM by passing it on and killing the ranks about a second later, before they
-#     could save. A second INT or TERM means "now": the launcher gets SIGTERM.
+#     could save. A second INT, TERM or HUP means "now": the launcher gets SIGTERM (srun passes
+#     it on to the ranks, which then stop at their next step all the same).
+#   - exit code when the trainer was not started: 0 after SIGUSR1 (the stop it asks for is done;
+#     under Slurm the job requeues), 128 + the signal's number after INT, TERM or HUP.
+# A terminal's hang-up (HUP) counts as TERM.
 stoker_catch_signals() {
   local signal
-  STOKER_SIGNAL="" _stoker_pending="" _stoker_launching="" _stoker_pid="" _stoker_ready=""
+  STOKER_SIGNAL="" _stoker_pending_since="" _stoker_launching="" _stoker_pid="" _stoker_ready=""
   trap '_stoker_on_signal USR1' USR1
   trap '_stoker_on_signal TERM' TERM
   trap '_stoker_on_signal INT' INT
+  trap '_stoker_on_signal HUP' HUP
   for signal in ${STOKER_EARLY_SIGNALS:-}; do _stoker_on_signal "$signal"; done
 }
 
 _stoker_on_signal() {
   local signal=$1
   if [ -z "$STOKER_SIGNAL" ]; then
-    STOKER_SIGNAL=$signal _stoker_pending=$SECONDS
+    STOKER_SIGNAL=$signal _stoker_pending_since=$SECONDS
     if [ -z "$_stoker_launching" ]; then
       stoker_say "got SIG$signal before the launch: the trainer will not be started"
     else
@@ -191,15 +211,15 @@ _stoker_on_signal() {
 
 # Hands a pending signal to the launcher once the ranks can take it (see above).
 _stoker_deliver() {
-  [ -n "$_stoker_pending" ] && [ -n "$_stoker_pid" ] || return 0
+  [ -n "$_stoker_pending_since" ] && [ -n "$_stoker_pid" ] || return 0
   if [ -e "$_stoker_ready" ]; then
     kill -USR1 "$_stoker_pid" 2> /dev/null || true
     stoker_say "sent SIGUSR1 to the ranks (launcher pid $_stoker_pid)"
-    _stoker_pending=""
-  elif [ $((SECONDS - _stoker_pending)) -ge 120 ]; then
+    _stoker_pending_since=""
+  elif [ $((SECONDS - _stoker_pending_since)) -ge 120 ]; then
     stoker_say "the ranks did not start within 120 s of SIG$STOKER_SIGNAL: stopping the launcher"
     kill -TERM "$_stoker_pid" 2> /dev/null || true
-    _stoker_pending=""
+    _stoker_pending_since=""
   fi
 }
 
@@ -212,6 +232,7 @@ stoker_launch() {
   _stoker_launching=1
   if [ -n "$STOKER_SIGNAL" ]; then
     stoker_say "not starting the trainer: SIG$STOKER_SIGNAL came first (nothing to save)"
+    [ "$STOKER_SIGNAL" = USR1 ] || STOKER_RC=$((128 + $(kill -l "$STOKER_SIGNAL")))
     return
   fi
   _stoker_ready=$CHECKPOINT_DIR/.stoker-ready-$(hostname)-$$
@@ -244,14 +265,19 @@ _stoker_wait() {
   while true; do
     _stoker_deliver
     sleeper=""
-    if [ -n "$_stoker_pending" ]; then
+    # Until the ranks are up, wake up often: a signal that arrives between the delivery above
+    # and the wait below is then delivered 0.2 s later instead of never. Once they are up, the
+    # trap delivers it at once.
+    if [ -n "$_stoker_pending_since" ] || [ ! -e "$_stoker_ready" ]; then
       sleep 0.2 &
       sleeper=$!
     fi
     ended="" status=0
     wait -n -p ended "$_stoker_pid" ${sleeper:+"$sleeper"} || status=$?
     [ -z "$sleeper" ] || kill "$sleeper" 2> /dev/null || true
-    if [ "${ended:-}" = "$_stoker_pid" ]; then
+    # The launcher ended; or `wait` failed for another reason than a signal (never seen: the
+    # launcher is this shell's child), which must not spin here for ever.
+    if [ "${ended:-}" = "$_stoker_pid" ] || { [ -z "${ended:-}" ] && [ "$status" -le 128 ]; }; then
       STOKER_RC=$status
       return
     fi
@@ -302,7 +328,7 @@ stoker_slurm_train() {
   # with --export=NONE, srun's tasks would otherwise start without PATH.
   # shellcheck disable=SC2206
   case "$LAUNCHER" in
-    mpirun) launcher=($MPIRUN ${ranks:+-np "$ranks"}) ;;
+    mpirun) read -ra launcher <<< "$MPIRUN"; launcher+=(${ranks:+-np "$ranks"}) ;;
     srun) launcher=(srun --export=ALL --mpi=pmix --kill-on-bad-exit=1) ;;
     *) stoker_fail "LAUNCHER must be mpirun or srun, not '$LAUNCHER'" ;;
   esac
@@ -321,13 +347,13 @@ stoker_slurm_train() {
 # seconds, for ever. Refused (exit 2) before anything starts. The offset: WARNING_SECONDS, else
 # SBATCH_SIGNAL, else the script's own #SBATCH --signal line (Slurm runs a copy of it: $0); an
 # offset given as `sbatch --signal=...` on the command line is not visible here: set
-# WARNING_SECONDS with it.
+# WARNING_SECONDS with it. A --signal without @N warns 60 s before the limit (Slurm's default).
 _stoker_check_time_limit() {
   local limit seconds offset=$WARNING_SECONDS spec
   if [ -z "$offset" ]; then
     spec=${SBATCH_SIGNAL:-$(sed -n 's/^#SBATCH[[:space:]]*--signal[= ]\([^[:space:]]*\).*/\1/p' \
                                    "$0" 2> /dev/null | head -n 1)}
-    [[ "$spec" != *@* ]] || offset=${spec##*@}
+    if [[ "$spec" == *@* ]]; then offset=${spec##*@}; elif [ -n "$spec" ]; then offset=60; fi
   fi
   [[ "$offset" =~ ^[0-9]+$ ]] || return 0
   limit=$(squeue -h -j "${SLURM_JOB_ID:-0}" -o %l 2> /dev/null) || return 0
@@ -339,17 +365,23 @@ _stoker_check_time_limit() {
   stoker_say "time limit $limit; the warning comes $offset s before it"
 }
 
-# _stoker_seconds D-HH:MM:SS|HH:MM:SS|MM:SS|MM: Slurm's time format, in seconds.
+# _stoker_seconds TIME: Slurm's time format in seconds: MM, MM:SS, HH:MM:SS, or with a day
+# prefix D-HH, D-HH:MM, D-HH:MM:SS. Returns 1 for anything else (UNLIMITED, Partition_Limit).
 _stoker_seconds() {
-  local text=$1 days=0 parts=()
+  local text=$1 days="" parts=() h=0 m=0 sec=0
   [[ "$text" =~ ^([0-9]+-)?[0-9]+(:[0-9]+){0,2}$ ]] || return 1
   if [[ "$text" == *-* ]]; then days=${text%%-*} text=${text#*-}; fi
   IFS=: read -ra parts <<< "$text"
-  case ${#parts[@]} in
-    1) echo $((days * 86400 + 10#${parts[0]} * 60)) ;;
-    2) echo $((days * 86400 + 10#${parts[0]} * 60 + 10#${parts[1]})) ;;
-    3) echo $((days * 86400 + 10#${parts[0]} * 3600 + 10#${parts[1]} * 60 + 10#${parts[2]})) ;;
-  esac
+  if [ -n "$days" ]; then  # D-HH[:MM[:SS]]
+    h=${parts[0]} m=${parts[1]:-0} sec=${parts[2]:-0}
+  else
+    case ${#parts[@]} in
+      1) m=${parts[0]} ;;
+      2) m=${parts[0]} sec=${parts[1]} ;;
+      3) h=${parts[0]} m=${parts[1]} sec=${parts[2]} ;;
+    esac
+  fi
+  echo $(( 10#${days:-0} * 86400 + 10#$h * 3600 + 10#$m * 60 + 10#$sec ))
 }
 
 # After SIGUSR1: requeue unless the newest complete step has reached STEPS (the trainer saves
@@ -361,6 +393,7 @@ _stoker_seconds() {
 _stoker_requeue() {
   local from="step 0 (no complete checkpoint)" newest=none record=$CHECKPOINT_DIR/.stoker-requeues
   local last="" idle=0
+  [ -n "${SLURM_JOB_ID:-}" ] || { stoker_say "not under Slurm: no requeue"; return 0; }
   if ! _stoker_steps "$CHECKPOINT_DIR" --newest; then
     from="its newest complete step (stoker steps failed above)" newest=unknown
   elif [ -n "$STEP_PATH" ]; then
@@ -402,8 +435,9 @@ stoker_mpirun_train() {
   [ "$LAUNCHER" = mpirun ] ||
     stoker_fail "jobs/mpirun/ launches with mpirun only, not LAUNCHER=$LAUNCHER"
   [[ "$NP" =~ ^[1-9][0-9]*$ ]] || stoker_fail "NP must be the number of ranks, 1 or more, not '$NP'"
-  # shellcheck disable=SC2206  # MPIRUN is a command and its flags
-  local launcher=($MPIRUN -np "$NP")
+  local launcher=()
+  read -ra launcher <<< "$MPIRUN"  # a command and its flags
+  launcher+=(-np "$NP")
   stoker_start "$mode" "$NP" "${launcher[@]}"
   stoker_launch
   exit "$STOKER_RC"

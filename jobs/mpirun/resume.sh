@@ -12,8 +12,9 @@
 # global step to reach: raise it to go further. Signals and output as in train.sh.
 set -uo pipefail
 # A signal is caught from here on (jobs/common.sh says what it does once sourced).
+STOKER_EARLY_SIGNALS=""
 # shellcheck disable=SC2064  # $s is expanded now, on purpose
-for s in USR1 TERM INT; do trap "STOKER_EARLY_SIGNALS+=' $s'" "$s"; done
+for s in USR1 TERM INT HUP; do trap "STOKER_EARLY_SIGNALS+=' $s'" "$s"; done
 STOKER_HOME=${STOKER_HOME:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 export STOKER_HOME
 [ -f "$STOKER_HOME/jobs/common.sh" ] ||

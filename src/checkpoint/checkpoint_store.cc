@@ -146,7 +146,7 @@ std::optional<StepFolder> NewestCompleteStep(const std::string& checkpoint_dir,
 }
 
 void CheckRoomForAStep(const std::string& checkpoint_dir, const std::string& previous_step) {
-  CheckFreeSpace(checkpoint_dir, FolderBytes(previous_step),
+  CheckFreeSpace(checkpoint_dir, MeasureFolder(previous_step).bytes,
                  fmt::format("of its step {}: the next save would fail; free some space first",
                              previous_step));
 }

@@ -1,7 +1,5 @@
 #include "checkpoint/interrupted_steps.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
@@ -9,6 +7,7 @@
 #include <string_view>
 
 #include "base/check.h"
+#include "os/files.h"
 
 namespace stoker {
 
@@ -37,24 +36,6 @@ std::optional<uint64_t> InterruptedStepOf(std::string_view name) {
   return step;
 }
 
-int64_t ModifiedNs(const struct stat& st) {
-  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-}
-
-// Its files' sizes, and the newest modification time of it and of everything in it.
-InterruptedStep Describe(const fs::path& path, uint64_t step) {
-  InterruptedStep out{path.string(), step, 0, 0};
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0) out.written_ns = ModifiedNs(st);
-  std::error_code ec;
-  for (const auto& entry : fs::recursive_directory_iterator(path, ec)) {
-    if (::lstat(entry.path().c_str(), &st) != 0) continue;
-    if (S_ISREG(st.st_mode)) out.bytes += static_cast<uint64_t>(st.st_size);
-    out.written_ns = std::max(out.written_ns, ModifiedNs(st));
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string InterruptedStepName(const std::string& step_dir) {
@@ -74,8 +55,13 @@ std::vector<InterruptedStep> ListInterruptedSteps(const std::string& checkpoint_
   for (const auto& entry : it) {
     const auto step = InterruptedStepOf(entry.path().filename().string());
     if (!step || !entry.is_directory(ec)) continue;
-    steps.push_back(measure ? Describe(entry.path(), *step)
-                            : InterruptedStep{entry.path().string(), *step, 0, 0});
+    InterruptedStep found{entry.path().string(), *step, 0, 0};
+    if (measure) {
+      const FolderUsage usage = MeasureFolder(found.path);
+      found.bytes = usage.bytes;
+      found.written_ns = usage.newest_ns;
+    }
+    steps.push_back(std::move(found));
   }
   std::sort(steps.begin(), steps.end(), [](const InterruptedStep& a, const InterruptedStep& b) {
     return a.written_ns != b.written_ns ? a.written_ns > b.written_ns : a.step > b.step;

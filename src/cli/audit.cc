@@ -152,7 +152,8 @@ std::string FormatReport(const std::string& trace_dir, const AuditReport& report
            "clean: every rank has every valid step; no framed position delivered twice, "
            "none skipped\n";
   }
-  out += fmt::format("{} problems:\n", GroupThousands(report.problem_count));
+  out += fmt::format("{} problem{}:\n", GroupThousands(report.problem_count),
+                     report.problem_count == 1 ? "" : "s");
   for (size_t i = 0; i < report.problems.size() && i < kPrintedProblems; ++i) {
     out += "  " + report.problems[i] + "\n";
   }

@@ -132,7 +132,7 @@ void CheckRoomForTraces(const std::string& trace_dir, uint64_t start_step) {
   }
   if (!previous) return;
   const std::string dir = fmt::format("{}/from-{}", trace_dir, *previous);
-  CheckFreeSpace(trace_dir, FolderBytes(dir) / (start_step - *previous),
+  CheckFreeSpace(trace_dir, MeasureFolder(dir).bytes / (start_step - *previous),
                  fmt::format("of one step of traces (as {} wrote them): the run would fail "
                              "part way; free some space first",
                              dir));

@@ -1,8 +1,10 @@
 #include "os/files.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -14,15 +16,28 @@
 
 namespace stoker {
 
-uint64_t FolderBytes(const std::string& path) {
-  uint64_t bytes = 0;
+namespace {
+
+int64_t ModifiedNs(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
+}  // namespace
+
+FolderUsage MeasureFolder(const std::string& path) {
+  FolderUsage usage;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return usage;
+  usage.newest_ns = ModifiedNs(st);
   std::error_code ec;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(path, ec)) {
-    if (!entry.is_regular_file(ec)) continue;
-    const uintmax_t size = entry.file_size(ec);
-    if (!ec) bytes += size;
+  std::filesystem::recursive_directory_iterator it(path, ec), end;
+  // increment(ec), not ++: a folder removed during the walk must not throw.
+  for (; !ec && it != end; it.increment(ec)) {
+    if (::lstat(it->path().c_str(), &st) != 0) continue;
+    if (S_ISREG(st.st_mode)) usage.bytes += static_cast<uint64_t>(st.st_size);
+    usage.newest_ns = std::max(usage.newest_ns, ModifiedNs(st));
   }
-  return bytes;
+  return usage;
 }
 
 void CheckFreeSpace(const std::string& dir, uint64_t bytes, std::string_view what) {

@@ -36,9 +36,15 @@ std::string_view BytesOf(const std::vector<T>& values) {
   return {reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)};
 }
 
-// The bytes of the regular files under the folder `path`, at any depth (files that vanish while
-// it counts are passed over; none when it does not exist).
-uint64_t FolderBytes(const std::string& path);
+// What a folder holds: the bytes of its regular files at any depth (symbolic links are not
+// followed), and the newest modification time of the folder and of anything in it (nanoseconds
+// since 1970, UTC). Entries that vanish during the walk are passed over; all 0 when `path` does
+// not exist. Never throws.
+struct FolderUsage {
+  uint64_t bytes = 0;
+  int64_t newest_ns = 0;
+};
+FolderUsage MeasureFolder(const std::string& path);
 
 // Throws IoError when the file system of the folder `dir` has less than `bytes` free: "DIR has
 // N bytes free, less than the M bytes WHAT".

@@ -170,6 +170,10 @@ int main(int argc, char** argv) {
       const int code = app.exit(e);
       return check && code != 0 ? 2 : code;
     }
+    if (check_flag != check) {  // "--check=true": MPI has started, as for a run
+      if (rank == 0) std::fprintf(stderr, "stoker-train: give --check alone, without a value\n");
+      return 2;
+    }
     if (check) return CheckSettings(options);
     stoker::InitLogging(rank);
     exit_code = stoker::RunProgram(

@@ -442,10 +442,12 @@ int RunTraining(const TrainOptions& options, MPI_Comm world) {
     if (RankIn(world) == 0) spdlog::error("{}", e.what());
     return 2;
   }
-  // FailTogether was a collective: every rank has started and installed its stop handlers.
-  if (RankIn(world) == 0 && !options.ready_file.empty()) {
-    WriteFileAtomically(options.ready_file, fmt::format("{}\n", getpid()));
-  }
+  // Every rank has called the collective above, after installing its stop handlers.
+  FailTogether(world, [&] {
+    if (RankIn(world) == 0 && !options.ready_file.empty()) {
+      WriteFileAtomically(options.ready_file, fmt::format("{}\n", getpid()));
+    }
+  });
   Trainer trainer(options, world);
   return trainer.Run();
 }

@@ -192,7 +192,7 @@ audit bos 1 "$tr" --bos
 grep -q -- "--bos .*needs --data" "$work/bos.err" || fail "--bos without --data: $(cat "$work/bos.err")"
 # The runs framed documents without BOS: audited with --bos, not clean, saying why first.
 audit wrong-bos 1 "$tr" --data "$corpus" --bos
-grep -A1 "problems:" "$work/wrong-bos.out" | grep -q "document ends checked fall one framed token \
+grep -A1 -E "problems?:" "$work/wrong-bos.out" | grep -q "document ends checked fall one framed token \
 short of BOS tokens EOS: the runs framed documents without BOS (audit them without --bos)" ||
   fail "--bos on a trace without BOS: $(head -c 3000 "$work/wrong-bos.out")"
 echo "ok: --bos on a trace recorded without BOS: $(grep -m1 "fall one framed" "$work/wrong-bos.out")"

@@ -37,7 +37,11 @@ trial() {
     > "$work/$name.out" 2> "$err" &
   pid=$!
   if [ "$delay" = early ]; then
-    until catches "$pid" 10; do sleep 0.001; done
+    for _ in $(seq 5000); do
+      catches "$pid" "$(kill -l USR1)" && break
+      kill -0 "$pid" 2> /dev/null || { cat "$err" >&2; fail "$name: the script ended early"; }
+      sleep 0.001
+    done
   elif [ "$delay" = trained ]; then
     until [ -d "$ck/step-2" ]; do
       kill -0 "$pid" 2> /dev/null || { cat "$err" >&2; fail "$name: the script ended early"; }
