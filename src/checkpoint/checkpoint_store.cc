@@ -114,16 +114,11 @@ std::optional<uint64_t> StepFolderWorld(const std::string& step_dir) {
 std::vector<StepFolder> ListStepFolders(const std::string& checkpoint_dir,
                                         const std::vector<std::string>& required_files) {
   std::vector<StepFolder> steps;
-  std::error_code ec;
-  fs::directory_iterator it(checkpoint_dir, ec);
-  // A missing folder has no steps yet; one that cannot be read must not look empty (a resume
-  // would start over and repeat every token already trained on).
-  STOKER_CHECK(!ec || ec == std::errc::no_such_file_or_directory, IoError,
-               "cannot read checkpoint folder {}: {}", checkpoint_dir, ec.message());
-  for (const auto& entry : it) {
-    const std::string name = entry.path().filename().string();
-    if (!entry.is_directory() || !NumberIn(name, "step-", "")) continue;
-    steps.push_back(DescribeStepFolder(entry.path().string(), required_files));
+  // A missing folder has no steps yet; one that cannot be read is an error, never empty (a
+  // resume would start over and repeat every token already trained on).
+  for (const std::string& name : ListFolder(checkpoint_dir, true)) {
+    if (!NumberIn(name, "step-", "")) continue;
+    steps.push_back(DescribeStepFolder(checkpoint_dir + "/" + name, required_files));
   }
   std::sort(steps.begin(), steps.end(),
             [](const StepFolder& a, const StepFolder& b) { return a.step < b.step; });

@@ -48,14 +48,10 @@ std::string InterruptedStepName(const std::string& step_dir) {
 
 std::vector<InterruptedStep> ListInterruptedSteps(const std::string& checkpoint_dir, bool measure) {
   std::vector<InterruptedStep> steps;
-  std::error_code ec;
-  fs::directory_iterator it(checkpoint_dir, ec);
-  STOKER_CHECK(!ec || ec == std::errc::no_such_file_or_directory, IoError,
-               "cannot read checkpoint folder {}: {}", checkpoint_dir, ec.message());
-  for (const auto& entry : it) {
-    const auto step = InterruptedStepOf(entry.path().filename().string());
-    if (!step || !entry.is_directory(ec)) continue;
-    InterruptedStep found{entry.path().string(), *step, 0, 0};
+  for (const std::string& name : ListFolder(checkpoint_dir, true)) {
+    const auto step = InterruptedStepOf(name);
+    if (!step) continue;
+    InterruptedStep found{checkpoint_dir + "/" + name, *step, 0, 0};
     if (measure) {
       const FolderUsage usage = MeasureFolder(found.path);
       found.bytes = usage.bytes;

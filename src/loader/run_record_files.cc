@@ -136,8 +136,6 @@ RunRecords ReadRunRecords(const std::string& trace_dir) {
     }
   }
   const std::string superseded = fmt::format("{}/{}", trace_dir, kSupersededName);
-  std::error_code ec;
-  if (!fs::is_directory(superseded, ec)) return records;
   for (const std::string& by : ListFolder(superseded, true)) {
     const std::string dir = fmt::format("{}/{}", superseded, by);
     for (const std::string& name : ListFolder(dir, true)) {

@@ -1,12 +1,8 @@
 #include "loader/trace_names.h"
 
-#include <algorithm>
 #include <charconv>
-#include <filesystem>
 #include <string_view>
 #include <system_error>
-
-#include "base/check.h"
 
 namespace stoker {
 
@@ -38,18 +34,6 @@ std::optional<std::pair<uint64_t, uint64_t>> RankFileOf(const std::string& name)
   const auto world = ParseDecimal(s.substr(of + 4));
   if (!rank || !world) return std::nullopt;
   return std::make_pair(*rank, *world);
-}
-
-std::vector<std::string> ListFolder(const std::string& dir, bool folders) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code type_ec;
-    if (folders == it->is_directory(type_ec)) names.push_back(it->path().filename().string());
-  }
-  STOKER_CHECK(!ec, IoError, "cannot list {}: {}", dir, ec.message());
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 }  // namespace stoker

@@ -1,14 +1,13 @@
 // The names of a trace folder (docs/format.md, "Piece traces"): run folders from-<S>, rank
-// files rank-<r>-of-<W>.trace, the run record files and the folder of runs set aside, and the
-// listing of a folder by name. Shared by the trace files (piece_trace.*) and the run records
-// (run_record_files.*). Thread safety: plain functions.
+// files rank-<r>-of-<W>.trace, the run record files and the folder of runs set aside. Shared by the
+// trace files (piece_trace.*) and the run records (run_record_files.*). Thread safety: plain
+// functions.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
-#include <vector>
 
 namespace stoker {
 
@@ -21,8 +20,5 @@ std::optional<uint64_t> RunFolderStart(const std::string& name);
 
 // (r, W) of a file named rank-<r>-of-<W>.trace.
 std::optional<std::pair<uint64_t, uint64_t>> RankFileOf(const std::string& name);
-
-// Every entry of `dir` (folders only when `folders`, else the rest), by name. Throws IoError.
-std::vector<std::string> ListFolder(const std::string& dir, bool folders);
 
 }  // namespace stoker

@@ -24,6 +24,20 @@ int64_t ModifiedNs(const struct stat& st) {
 
 }  // namespace
 
+std::vector<std::string> ListFolder(const std::string& dir, bool folders) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec), end;
+  if (ec == std::errc::no_such_file_or_directory) return names;
+  for (; !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (folders == it->is_directory(type_ec)) names.push_back(it->path().filename().string());
+  }
+  STOKER_CHECK(!ec, IoError, "cannot list {}: {}", dir, ec.message());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 FolderUsage MeasureFolder(const std::string& path) {
   FolderUsage usage;
   struct stat st {};

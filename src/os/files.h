@@ -1,8 +1,9 @@
 // stoker's file access: reads at an offset and whole writes that retry interrupted and short
 // calls, whole-file reads, atomic writes (temporary file, fsync, rename, fsync of the folder:
-// after a crash the file is either the old one or the new one, whole), and syncing a path to
-// stable storage. Every system call goes through the I/O seam (os/posix_io.h), so tests can make
-// any of them fail; no other code loops over read, pread or write. Thread safe (no shared state).
+// after a crash the file is either the old one or the new one, whole), syncing a path to stable
+// storage, and folders: their entries, their sizes, the free space where they lie. Every system
+// call on stoker's own files goes through the I/O seam (os/posix_io.h), so tests can make any of
+// them fail; no other code loops over read, pread or write. Thread safe (no shared state).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,11 @@ template <typename T>
 std::string_view BytesOf(const std::vector<T>& values) {
   return {reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)};
 }
+
+// The names of `dir`'s entries (folders only when `folders`, else the rest), sorted; none when
+// `dir` does not exist. Throws IoError when it cannot be read: a folder that exists must never
+// look empty for that (a resume would start over, an audit miss runs).
+std::vector<std::string> ListFolder(const std::string& dir, bool folders);
 
 // What a folder holds: the bytes of its regular files at any depth (symbolic links are not
 // followed), and the newest modification time of the folder and of anything in it (nanoseconds

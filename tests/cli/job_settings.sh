@@ -10,8 +10,7 @@ source "$(dirname "$0")/../common/test_lib.sh"
 : "${STOKER:?}" "${STOKER_TRAIN:?}" "${MPIRUN:?}" "${STOKER_SOURCE:?}"
 
 make_work job_settings
-"$STOKER" synth "$work/corpus" --dataset web:20000:200 --dataset code:10000:200 --files 2 \
-  > "$work/synth.log" 2>&1 || { cat "$work/synth.log" >&2; fail "stoker synth failed"; }
+job_corpus
 export STOKER STOKER_TRAIN MPIRUN CORPUS=$work/corpus CHECKPOINT_DIR=$work/ck STEPS=4 SEQ_LEN=16
 export BATCH_SIZE=2 TRAIN_ARGS="--dim 16 --layers 1 --heads 2"
 

@@ -14,8 +14,7 @@ source "$(dirname "$0")/../common/test_lib.sh"
 : "${STOKER:?}" "${STOKER_TRAIN:?}" "${MPIRUN:?}" "${STOKER_SOURCE:?}"
 
 make_work job_signals
-"$STOKER" synth "$work/corpus" --dataset web:20000:200 --dataset code:10000:200 --files 2 \
-  > "$work/synth.log" 2>&1 || { cat "$work/synth.log" >&2; fail "stoker synth failed"; }
+job_corpus
 export STOKER STOKER_TRAIN MPIRUN CORPUS=$work/corpus STEPS=100000 SAVE_EVERY=0 SEQ_LEN=16
 export BATCH_SIZE=2 NP=2 TRAIN_ARGS="--dim 16 --layers 1 --heads 2 --log-every 0"
 json() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))$2)" "$1"; }

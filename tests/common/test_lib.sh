@@ -19,3 +19,10 @@ audit() {
   [ "$rc" = "$expected" ] ||
     { cat "$work/$name.out" "$work/$name.err" >&2; fail "$name: stoker audit exited $rc, not $expected"; }
 }
+
+# job_corpus: a small corpus in $work/corpus for the job-script tests (`stoker synth`: datasets
+# web and code, 2 files), which train a tiny model on it; fails the test with synth's log.
+job_corpus() {
+  "$STOKER" synth "$work/corpus" --dataset web:20000:200 --dataset code:10000:200 --files 2 \
+    > "$work/synth.log" 2>&1 || { cat "$work/synth.log" >&2; fail "stoker synth failed"; }
+}

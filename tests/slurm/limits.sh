@@ -25,8 +25,7 @@ trap 'eval "$STOKER_SLURM_ON_EXIT"' EXIT
 source "$here/cluster.sh"
 slurm_start
 
-"$STOKER" synth "$work/corpus" --dataset web:20000:200 --files 1 > "$work/synth.log" 2>&1 ||
-  { cat "$work/synth.log" >&2; fail "stoker synth failed"; }
+job_corpus
 export STOKER MPIRUN CORPUS=$work/corpus SEQ_LEN=16 BATCH_SIZE=2 STEPS=100000 SAVE_EVERY=0
 export TRAIN_ARGS="--dim 16 --layers 1 --heads 2"
 cd "$work"
