@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
 # Builds stoker's libFuzzer targets (tests/fuzz: checkpoint, weights, jsonl, trace, config) with
-# clang, ASan and UBSan in build-fuzz, replays every input of tests/fuzz/regressions/<target>/
-# (crashes found before, now fixed), then fuzzes each target for a bounded time starting from
-# tests/fuzz/corpus/<target>/. Fails on the first crash, leak, sanitizer report or timeout and
-# names the input that caused it.
+# clang, ASan and UBSan in build-asan (the ASan stage's build folder, scripts/sanitize.sh),
+# replays every input of tests/fuzz/regressions/<target>/ (crashes found before, now fixed), then
+# fuzzes each target for a bounded time starting from tests/fuzz/corpus/<target>/. Fails on the
+# first crash, leak, sanitizer report or timeout and names the input that caused it.
 #   scripts/fuzz.sh                         every target, FUZZ_SECONDS each
 #   FUZZ_SECONDS=600 scripts/fuzz.sh trace  one target, longer
-# Environment: FUZZ_SECONDS (default 20) per target; FUZZ_BUILD_DIR (default build-fuzz);
-# FUZZ_JOBS (make -j, default nproc). Inputs the fuzzer finds go to BUILD/fuzz-corpus/<target>/
-# (kept between runs, not in the repository); a crashing input goes to
-# BUILD/fuzz-artifacts/<target>/: fix the parser, then copy the input to
+# Environment: FUZZ_SECONDS (default 20) per target; FUZZ_BUILD_DIR (default
+# STOKER_ASAN_BUILD_DIR, or build-asan); FUZZ_JOBS (make -j, default nproc). Inputs the fuzzer
+# finds go to BUILD/fuzz-corpus/<target>/ (kept between runs, not in the repository); a crashing
+# input goes to BUILD/fuzz-artifacts/<target>/: fix the parser, then copy the input to
 # tests/fuzz/regressions/<target>/ (tests/unit/fuzz_regressions_test.cc replays it too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 targets=(checkpoint weights jsonl trace config)
 [ $# -gt 0 ] && targets=("$@")
-build=${FUZZ_BUILD_DIR:-build-fuzz}
+build=${FUZZ_BUILD_DIR:-${STOKER_ASAN_BUILD_DIR:-build-asan}}
 seconds=${FUZZ_SECONDS:-20}
 for t in "${targets[@]}"; do
   if [ ! -f "tests/fuzz/${t}_fuzz.cc" ]; then
@@ -24,20 +24,11 @@ for t in "${targets[@]}"; do
     exit 2
   fi
 done
-if ! command -v clang++-14 > /dev/null; then
-  echo "fuzz: clang++-14 not found; run scripts/setup.sh (clang-14 libclang-rt-14-dev)" >&2
-  exit 1
-fi
-
 start=$SECONDS
-mkdir -p "$build"
-# -O1 -g1, as in scripts/sanitize.sh: about half the compile time of -O2 -g, exact stack traces
-# with file:line; the fuzzing itself is bounded by time, not by the speed of each input.
-CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
-  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DSTOKER_FUZZ=ON -DSTOKER_BUILD_TORCH=OFF -DSTOKER_BUILD_BENCHMARKS=OFF \
-  -DSTOKER_BUILD_TESTS=OFF > "$build/fuzz-configure.log" 2>&1 ||
-  { cat "$build/fuzz-configure.log" >&2; echo "fuzz: configuring $build failed" >&2; exit 1; }
+# The ASan stage's build (scripts/sanitizer_build.sh): clang, ASan + UBSan, the library compiled
+# once for its tests and for these targets.
+source scripts/sanitizer_build.sh
+sanitizer_configure address,undefined "$build"
 if ! make -C "$build" -j "${FUZZ_JOBS:-$(nproc)}" "${targets[@]/%/_fuzz}" \
      > "$build/fuzz-make.log" 2>&1; then
   tail -50 "$build/fuzz-make.log" >&2

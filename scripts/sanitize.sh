@@ -7,10 +7,11 @@
 #       ThreadSanitizer: the threaded parts, i.e. the Loader's reading (prefetch) thread and the
 #       background checkpoint writer (MPI loader, checkpoint and faults tests at 1, 2 and 4
 #       ranks) and the unit test that starts threads (HDF5 layer: concurrent readers, a writer).
-# Each: configure (STOKER_SANITIZE, no libtorch, no benchmarks), build only the test targets it
-# runs, run them with ctest -j2. Any sanitizer report fails its test: the runtime options
-# (STOKER_SANITIZER_ENV in the top-level CMakeLists.txt) make the process exit non-zero, and
-# tests/sanitizers/*.supp only name uninstrumented libraries (Open MPI's), never stoker code.
+# Each: configure (scripts/sanitizer_build.sh: STOKER_SANITIZE, no libtorch, no benchmarks; the
+# ASan build with clang, as it also holds the fuzz targets of scripts/fuzz.sh), build only the
+# test targets it runs, run them with ctest -j2. Any sanitizer report fails its test: the runtime
+# options (STOKER_SANITIZER_ENV in the top-level CMakeLists.txt) make the process exit non-zero,
+# and tests/sanitizers/*.supp only name uninstrumented libraries (Open MPI's), never stoker code.
 # STOKER_ASAN_BUILD_DIR / STOKER_TSAN_BUILD_DIR choose other build folders.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,13 +69,8 @@ stage() {  # stage NAME COMMAND...: runs COMMAND, prints how long it took, retur
   return "$status"
 }
 
-# -O1 instead of -O2 halves the compile time of the instrumented build (measured: 16 s -> 8 s
-# for one file) and keeps stack traces exact; -g1 (line tables, no variables) gives file:line in
-# reports at 0.84 of the compile time of -g (10.9 s -> 9.1 s for shard/discovery.cc).
-stage configure cmake -S . -B "$build_dir" -DSTOKER_SANITIZE="$kind" \
-  -DSTOKER_BUILD_TORCH=OFF -DSTOKER_BUILD_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
-  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" >/dev/null
+source scripts/sanitizer_build.sh
+stage configure sanitizer_configure "$kind" "$build_dir"
 mapfile -t mpi_targets < <(cmake --build "$build_dir" --target help |
                            grep -oE "\b${mpi_pattern}\b" | sort -u)
 targets=()

@@ -14,7 +14,7 @@ packages=(
   libtorch-dev
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libxxhash-dev
   libgtest-dev libbenchmark-dev
-  # clang and its runtimes for libFuzzer (-fsanitize=fuzzer) and the sanitizers: scripts/fuzz.sh.
+  # clang and its runtimes for libFuzzer and the sanitizers: the ASan and fuzzing stages' build.
   clang-14 libclang-rt-14-dev
   python3
   # h5py: tests write shards as other tools do (tests/cli/foreign_corpus.sh).

@@ -77,7 +77,7 @@ TEST(FaultPlan, RefusesBadRulesNamingThem) {
            {"fsync:x:1:eagain", "unknown option 'eagain'"},
            {"fsync:x:1:delay=0", "delay must be 1..600000 ms"},
            {"fsync:ok:1,write:x:y", "fault rule 'write:x:y'"}}) {
-    ExpectMentions(ErrorOf<ConfigError>([&] { ParseFaultPlan(plan); }), words);
+    ExpectMentions(ErrorOf<ConfigError>([&plan = plan] { ParseFaultPlan(plan); }), words);
   }
 }
 
