@@ -1,11 +1,12 @@
-// bench_loader: the Loader's throughput, time to first batch and memory, per MPI rank.
+// bench_loader: the Loader's throughput, time to first batch and memory, per MPI rank, and its
+// reading of a corpus that is not in the page cache.
 //
 // A standalone MPI program (Google Benchmark does not know ranks); run it under mpirun:
-//   bench_loader --mode throughput|first-batch|memory [options]   (--help lists them)
+//   bench_loader --mode throughput|first-batch|memory|cold [options]   (--help lists them)
 // Corpora are made once with SynthesizeCorpus (outside any timing) in DIR/<mode>-<size> and
-// reused by later runs (a hidden marker file records the spec). Before every measurement the
-// ranks read every file of the corpus once (file i by rank i mod W) so that it comes from the page
-// cache: these VMs reclaim it after about a minute idle.
+// reused by later runs (a hidden marker file records the spec). Before every measurement of the
+// first three modes the ranks read every file of the corpus once (file i by rank i mod W) so that
+// it comes from the page cache: these VMs reclaim it after about a minute idle.
 //   throughput   3 datasets, mean document length 1,000, uint16 tokens, 8 files each. Per rank,
 //                alternating, `repeat` times after one untimed warm-up of each, each reading
 //                uniformly random whole documents of the whole corpus in the file's own type (two
@@ -20,37 +21,67 @@
 //                              byte offsets);
 //                then the Loader (seq_len, batch_size; constructed untimed) pulling batches until
 //                `tokens` tokens are delivered (EOS included); the time spent inside Next() is the
-//                trainer's wait. Medians per rank, ratios loader / each baseline, totals.
+//                trainer's wait, and loader_cores the CPU the process used meanwhile (user +
+//                system seconds of getrusage over wall seconds: cores taken from the trainer).
+//                Medians per rank, ratios loader / each baseline, totals.
 //   first-batch  10,000 small files (4 datasets of 2,500 files of 2,000 tokens): seconds from the
 //                start of the Loader's construction to the end of the first Next(), slowest rank.
 //   memory       3 datasets of 4 files, mean document length 4, `docs` documents in all: VmRSS
 //                and VmHWM of every rank right before the Loader's construction (VmHWM reset
 //                there through /proc/self/clear_refs) and after `batches` batches. One corpus per
 //                process: freed heap of an earlier Loader would hide the next one's growth.
-// Rank 0 prints one plain line per measurement. Figures, not a test.
+//   cold         (cold_bench.cc; as root, with fio, under mpirun -np 2) 2 datasets of 8 files,
+//                mean document length 1,000, uint32 tokens (vocabulary 128,256), at least 10
+//                times what one measurement reads (a smaller corpus is cached by the kernel's
+//                read-ahead during the run). Before every measurement rank 0 runs sync and writes
+//                3 to /proc/sys/vm/drop_caches; each reads other random documents (another seed):
+//                  sequential  rank 0 reads every file front to back in 4 MiB reads: the
+//                              device's limit;
+//                  fio qd1/32  fio --rw=randread --direct=1 --ioengine=libaio over the corpus
+//                              files, blocks of the mean document size rounded up to 4 KiB,
+//                              `tokens` tokens' worth of bytes, at queue depth 1 and 32;
+//                  mmap        Megatron-style on rank 0: every file's token array mapped at its
+//                              byte offset, uniformly random documents (two /doc_offsets entries
+//                              by pread, as pread above) copied out one at a time;
+//                  loader      the Loader on a communicator of rank 0 alone, then on every rank
+//                              (`tokens` tokens delivered in all; tokens/s and cores summed).
+//                While rank 0 measures alone the other ranks sleep rather than spin in MPI. Per
+//                measurement M tokens/s and MB/s of file (tokens x 4 bytes), medians of `repeat`,
+//                the ratio to fio at queue depth 32, and for the loader its cores as above; with
+//                the corpus size and the read_ahead_kb of the device holding it.
+// Rank 0 prints one plain line per measurement (cold: one table). Figures, not a test.
+#include "loader_bench.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <hdf5.h>
 #include <malloc.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <numeric>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/check.h"
+#include "cold_bench.h"
 #include "core/random.h"
 #include "core/token_type.h"
 #include "h5/h5.h"
 #include "mpi/comm.h"
+#include "os/files.h"
+#include "os/unique_fd.h"
 #include "shard/discovery.h"
 #include "shard/shard_reader.h"
 #include "stoker/corpus.h"
@@ -58,20 +89,24 @@
 #include "stoker/loader.h"
 #include "tools/synth.h"
 
-namespace stoker {
+namespace stoker::bench {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: bench_loader --mode throughput|first-batch|memory [options]\n"
+    "usage: bench_loader --mode throughput|first-batch|memory|cold [options]\n"
     "  --mode MODE        what to measure (see the top of benchmarks/loader_bench.cc)\n"
-    "  --dir DIR          folder of the corpora, kept and reused; default /tmp/stoker-loader-bench\n"
-    "  --repeat R         timed runs per measurement; default 5\n"
+    "  --dir DIR          folder of the corpora, kept and reused;\n"
+    "                     default /tmp/stoker-loader-bench\n"
+    "  --repeat R         timed runs per measurement; default 5, cold 3\n"
     "  --seq-len N        tokens per row minus one; default 4096\n"
     "  --batch-size N     rows per batch per rank; default 8\n"
     "  --tokens N         throughput: tokens each rank reads per run, baseline and loader alike;\n"
-    "                     default 100000000\n"
+    "                     default 100000000. cold: tokens each measurement reads (all its ranks\n"
+    "                     together); default 40000000 (160 MB)\n"
     "  --corpus-tokens N  throughput: tokens of the corpus (uint16, 2 bytes each), split over\n"
-    "                     3 datasets; default 600000000 (1.2 GB)\n"
+    "                     3 datasets; default 600000000 (1.2 GB). cold: uint32 tokens (4 bytes\n"
+    "                     each) over 2 datasets, at least 10 times --tokens; default 1000000000\n"
+    "                     (4 GB)\n"
     "  --step-ms X        throughput: milliseconds a simulated trainer sleeps after each batch;\n"
     "                     default 0 (a trainer that never computes: all its time is wait)\n"
     "  --files N          first-batch: files in the corpus (a multiple of 4); default 10000\n"
@@ -79,17 +114,9 @@ constexpr char kUsage[] =
     "  --batches N        memory: batches pulled before measuring; default 200\n"
     "  --offset-cache-bytes N  the Loader's cache of document offsets, bytes per rank; default\n"
     "                     8388608 (LoaderConfig's): smaller values show a corpus whose offsets\n"
-    "                     do not fit\n";
-
-struct Options {
-  std::string mode;
-  std::string dir = "/tmp/stoker-loader-bench";
-  uint64_t repeat = 5, seq_len = 4096, batch_size = 8, tokens = 100'000'000;
-  uint64_t corpus_tokens = 600'000'000, files = 10'000, docs = 1'000'000, batches = 200;
-  uint64_t offset_cache_bytes = LoaderConfig{}.offset_cache_bytes;
-  double step_ms = 0;
-  bool help = false;
-};
+    "                     do not fit\n"
+    "  --read-ahead-bytes N, --io-depth N, --io-engine auto|uring|threads  the Loader's reading\n"
+    "                     (docs/loader.md, \"Reading from storage\"); default LoaderConfig's\n";
 
 uint64_t ParseCount(const std::string& flag, const std::string& text) {
   size_t used = 0;
@@ -117,6 +144,49 @@ double ParseMilliseconds(const std::string& text) {
   return value;
 }
 
+// The options that take a positive count, and the field each sets.
+constexpr std::pair<std::string_view, uint64_t Options::*> kCountOptions[] = {
+    {"--repeat", &Options::repeat},
+    {"--seq-len", &Options::seq_len},
+    {"--batch-size", &Options::batch_size},
+    {"--tokens", &Options::tokens},
+    {"--corpus-tokens", &Options::corpus_tokens},
+    {"--files", &Options::files},
+    {"--docs", &Options::docs},
+    {"--batches", &Options::batches},
+    {"--offset-cache-bytes", &Options::offset_cache_bytes},
+    {"--read-ahead-bytes", &Options::read_ahead_bytes},
+    {"--io-depth", &Options::io_depth},
+};
+
+void SetOption(const std::string& flag, const std::string& value, Options* o) {
+  for (const auto& [name, field] : kCountOptions) {
+    if (flag == name) {
+      o->*field = ParseCount(flag, value);
+      return;
+    }
+  }
+  if (flag == "--mode") {
+    o->mode = value;
+  } else if (flag == "--dir") {
+    o->dir = value;
+  } else if (flag == "--io-engine") {
+    o->io_engine = ParseIoEngine(value);
+  } else if (flag == "--step-ms") {
+    o->step_ms = ParseMilliseconds(value);
+  } else {
+    throw ConfigError(fmt::format("unknown option '{}'", flag));
+  }
+}
+
+// The defaults that depend on the mode, where the command line gave none.
+void PutModeDefaults(Options* o) {
+  const bool cold = o->mode == "cold";
+  if (o->repeat == 0) o->repeat = cold ? 3 : 5;
+  if (o->tokens == 0) o->tokens = cold ? 40'000'000 : 100'000'000;
+  if (o->corpus_tokens == 0) o->corpus_tokens = cold ? 1'000'000'000 : 600'000'000;
+}
+
 Options ParseArgs(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -132,28 +202,43 @@ Options ParseArgs(int argc, char** argv) {
       STOKER_CHECK(i + 1 < argc, ConfigError, "{} needs a value (or unknown option)", flag);
       value = argv[++i];
     }
-    if (flag == "--mode") o.mode = value;
-    else if (flag == "--dir") o.dir = value;
-    else if (flag == "--repeat") o.repeat = ParseCount(flag, value);
-    else if (flag == "--seq-len") o.seq_len = ParseCount(flag, value);
-    else if (flag == "--batch-size") o.batch_size = ParseCount(flag, value);
-    else if (flag == "--tokens") o.tokens = ParseCount(flag, value);
-    else if (flag == "--corpus-tokens") o.corpus_tokens = ParseCount(flag, value);
-    else if (flag == "--files") o.files = ParseCount(flag, value);
-    else if (flag == "--docs") o.docs = ParseCount(flag, value);
-    else if (flag == "--batches") o.batches = ParseCount(flag, value);
-    else if (flag == "--offset-cache-bytes") o.offset_cache_bytes = ParseCount(flag, value);
-    else if (flag == "--step-ms") o.step_ms = ParseMilliseconds(value);
-    else throw ConfigError(fmt::format("unknown option '{}'", flag));
+    SetOption(flag, value, &o);
   }
-  STOKER_CHECK(o.help || o.mode == "throughput" || o.mode == "first-batch" || o.mode == "memory",
-               ConfigError, "--mode must be throughput, first-batch or memory; got '{}'", o.mode);
+  STOKER_CHECK(o.help || o.mode == "throughput" || o.mode == "first-batch" || o.mode == "memory" ||
+                   o.mode == "cold",
+               ConfigError, "--mode must be throughput, first-batch, memory or cold; got '{}'",
+               o.mode);
   STOKER_CHECK(o.files % 4 == 0 && !o.dir.empty(), ConfigError,
                "--files must be a multiple of 4 and --dir non-empty");
+  PutModeDefaults(&o);
   return o;
 }
 
-using Clock = std::chrono::steady_clock;
+std::string Marker(const SynthSpec& spec) {
+  std::string text =
+      fmt::format("bench_loader v1 files={} seed={} vocab={}", spec.files, spec.seed, spec.vocab);
+  for (const auto& d : spec.datasets) {
+    text += fmt::format(" {}:{}:{}", d.name, d.tokens, d.mean_doc_len);
+  }
+  return text + "\n";
+}
+
+// Collective: file i read whole by rank i mod W, so the next measurement reads the page cache.
+void Warm(const mpi::Comm& comm, const CorpusTable& table) {
+  ReadFilesWhole(table, comm.rank(), comm.size());
+  comm.Barrier();
+}
+
+// User + system seconds this process has used so far, every thread of it.
+double CpuSeconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+}  // namespace
+
 double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -164,7 +249,6 @@ double Median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Collective: every rank's `value`, indexed by rank, on every rank.
 std::vector<double> PerRank(const mpi::Comm& comm, double value) {
   std::vector<double> all(comm.size(), 0.0);
   all[comm.rank()] = value;
@@ -172,14 +256,6 @@ std::vector<double> PerRank(const mpi::Comm& comm, double value) {
   return all;
 }
 
-std::string Marker(const SynthSpec& spec) {
-  std::string text = fmt::format("bench_loader v1 files={} seed={} vocab={}", spec.files,
-                                 spec.seed, spec.vocab);
-  for (const auto& d : spec.datasets) text += fmt::format(" {}:{}:{}", d.name, d.tokens, d.mean_doc_len);
-  return text + "\n";
-}
-
-// Collective. Makes the corpus unless an earlier run left it complete; true when it made it.
 bool EnsureCorpus(const mpi::Comm& comm, const SynthSpec& spec) {
   std::string complete = "0";
   if (comm.rank() == 0) {
@@ -204,33 +280,65 @@ bool EnsureCorpus(const mpi::Comm& comm, const SynthSpec& spec) {
   return true;
 }
 
-// Collective: file i read whole by rank i mod W, so the next measurement reads the page cache.
-void Warm(const mpi::Comm& comm, const CorpusTable& table) {
+uint64_t ReadFilesWhole(const CorpusTable& table, size_t first, size_t step) {
   std::vector<char> buffer(4 << 20);
-  for (size_t i = comm.rank(); i < table.shards.size(); i += comm.size()) {
+  uint64_t total = 0;
+  for (size_t i = first; i < table.shards.size(); i += step) {
     const std::string path = table.root + "/" + table.shards[i].path;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    STOKER_CHECK(fd >= 0, IoError, "cannot open {}", path);
-    while (::read(fd, buffer.data(), buffer.size()) > 0) {
+    const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    STOKER_CHECK(fd, IoError, "cannot open {}: {}", path, std::strerror(errno));
+    for (uint64_t at = 0;;) {  // ReadAt stops short only at the end or at an error
+      const ReadResult read = ReadAt(fd.get(), at, buffer.size(), buffer.data(), path);
+      STOKER_CHECK(read.error == 0, IoError, "cannot read {} at byte {}: {}", path, at + read.bytes,
+                   std::strerror(read.error));
+      at += read.bytes;
+      total += read.bytes;
+      if (read.bytes < buffer.size()) break;
     }
-    ::close(fd);
   }
-  comm.Barrier();
+  return total;
 }
 
 LoaderConfig ConfigFor(const Options& o, const std::string& root) {
-  return LoaderConfig{.data = root, .seq_len = o.seq_len, .batch_size = o.batch_size, .seed = 1,
+  return LoaderConfig{.data = root,
+                      .seq_len = o.seq_len,
+                      .batch_size = o.batch_size,
+                      .seed = 1,
+                      .read_ahead_bytes = o.read_ahead_bytes,
+                      .io_depth = static_cast<uint32_t>(o.io_depth),
+                      .io_engine = o.io_engine,
                       .offset_cache_bytes = o.offset_cache_bytes};
 }
 
-// ---- throughput ----------------------------------------------------------------------------
+Rate RunLoader(const mpi::Comm& comm, const LoaderConfig& config, uint64_t target, double step_ms) {
+  Rate rate;
+  auto start = Clock::now();
+  Loader loader(comm.get(), config);
+  rate.setup = Since(start);
+  comm.Barrier();
+  const uint64_t batch_tokens = config.batch_size * (config.seq_len + 1);
+  const double cpu = CpuSeconds();
+  start = Clock::now();
+  while (rate.tokens < target) {
+    const auto asked = Clock::now();
+    const std::optional<Batch> batch = loader.Next();
+    rate.wait += Since(asked);
+    STOKER_CHECK(batch && batch->tokens.size() == batch_tokens, InternalError,
+                 "rank {}: a batch of {} tokens, expected {}", comm.rank(),
+                 batch ? batch->tokens.size() : 0, batch_tokens);
+    rate.tokens += batch->tokens.size();
+    if (step_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(step_ms));
+    }
+  }
+  rate.seconds = Since(start);
+  rate.cpu = CpuSeconds() - cpu;
+  return rate;
+}
 
-struct Rate {
-  double seconds = 0;
-  uint64_t tokens = 0;
-  double wait = 0;   // loader: seconds inside Next()
-  double setup = 0;  // loader: seconds of the construction
-};
+namespace {
+
+// ---- throughput ----------------------------------------------------------------------------
 
 // Baseline (a): the h5 layer as it is: every ReadRaw opens the array and its type and space.
 class ReadRawDocs {
@@ -240,7 +348,9 @@ class ReadRawDocs {
       files_.push_back(h5::File::OpenReadOnly(table.root + "/" + s.path));
     }
   }
-  void Offsets(size_t f, uint64_t doc, uint64_t* out) { files_[f].ReadRaw("/doc_offsets", doc, 2, out); }
+  void Offsets(size_t f, uint64_t doc, uint64_t* out) {
+    files_[f].ReadRaw("/doc_offsets", doc, 2, out);
+  }
   void Tokens(size_t f, uint64_t begin, uint64_t count, void* out) {
     files_[f].ReadRaw("/tokens", begin, count, out);
   }
@@ -274,9 +384,13 @@ class Hdf5Docs {
   }
   ~Hdf5Docs() {
     for (const Open& f : files_) {
-      for (hid_t id : {f.offsets_space, f.tokens_space}) if (id >= 0) H5Sclose(id);
+      for (hid_t id : {f.offsets_space, f.tokens_space}) {
+        if (id >= 0) H5Sclose(id);
+      }
       if (f.token_type >= 0) H5Tclose(f.token_type);
-      for (hid_t id : {f.offsets, f.tokens}) if (id >= 0) H5Dclose(id);
+      for (hid_t id : {f.offsets, f.tokens}) {
+        if (id >= 0) H5Dclose(id);
+      }
       if (f.file >= 0) H5Fclose(f.file);
     }
   }
@@ -295,9 +409,10 @@ class Hdf5Docs {
   static void Read(hid_t dset, hid_t space, hid_t type, uint64_t start, uint64_t count, void* out) {
     const hsize_t offset[1] = {start}, extent[1] = {count};
     const hid_t memory = H5Screate_simple(1, extent, nullptr);
-    const bool ok = memory >= 0 &&
-                    H5Sselect_hyperslab(space, H5S_SELECT_SET, offset, nullptr, extent, nullptr) >= 0 &&
-                    H5Dread(dset, type, memory, space, H5P_DEFAULT, out) >= 0;
+    const bool ok =
+        memory >= 0 &&
+        H5Sselect_hyperslab(space, H5S_SELECT_SET, offset, nullptr, extent, nullptr) >= 0 &&
+        H5Dread(dset, type, memory, space, H5P_DEFAULT, out) >= 0;
     if (memory >= 0) H5Sclose(memory);
     STOKER_CHECK(ok, Hdf5Error, "H5Dread of [{}, {}) failed", start, start + count);
   }
@@ -308,7 +423,9 @@ class Hdf5Docs {
 class PreadDocs {
  public:
   explicit PreadDocs(const CorpusTable& table) {
-    for (const ShardInfo& s : table.shards) files_.push_back(std::make_unique<ShardReader>(table.root, s));
+    for (const ShardInfo& s : table.shards) {
+      files_.push_back(std::make_unique<ShardReader>(table.root, s));
+    }
   }
   void Offsets(size_t f, uint64_t doc, uint64_t* out) { files_[f]->ReadOffsets(doc, 2, out); }
   void Tokens(size_t f, uint64_t begin, uint64_t count, void* out) {
@@ -318,60 +435,6 @@ class PreadDocs {
  private:
   std::vector<std::unique_ptr<ShardReader>> files_;
 };
-
-// Uniformly random documents of the whole corpus, whole, in the file's own type, until `target`
-// tokens are read. Opening the files (the reader's construction) is not timed.
-template <typename Reader>
-Rate ReadRandomDocs(const CorpusTable& table, uint64_t target, uint64_t key) {
-  Reader reader(table);
-  std::vector<uint64_t> first_doc;  // per file: its first document number in the corpus
-  uint64_t docs = 0;
-  for (const ShardInfo& s : table.shards) {
-    first_doc.push_back(docs);
-    docs += s.docs;
-  }
-  CounterRng rng(key);
-  std::vector<char> buffer;
-  Rate rate;
-  const auto start = Clock::now();
-  while (rate.tokens < target) {
-    const uint64_t doc = rng.NextBelow(docs);
-    const size_t f = std::upper_bound(first_doc.begin(), first_doc.end(), doc) - first_doc.begin() - 1;
-    uint64_t offsets[2];
-    reader.Offsets(f, doc - first_doc[f], offsets);
-    const uint64_t length = offsets[1] - offsets[0];
-    if (length == 0) continue;
-    const size_t bytes = length * TokenTypeSize(table.shards[f].token_type);
-    if (buffer.size() < bytes) buffer.resize(bytes);
-    reader.Tokens(f, offsets[0], length, buffer.data());
-    rate.tokens += length;
-  }
-  rate.seconds = Since(start);
-  return rate;
-}
-
-// Collective (construction). Pulls whole batches until `target` tokens are delivered.
-Rate RunLoader(const mpi::Comm& comm, const LoaderConfig& config, uint64_t target, double step_ms) {
-  Rate rate;
-  auto start = Clock::now();
-  Loader loader(comm.get(), config);
-  rate.setup = Since(start);
-  comm.Barrier();
-  const uint64_t batch_tokens = config.batch_size * (config.seq_len + 1);
-  start = Clock::now();
-  while (rate.tokens < target) {
-    const auto asked = Clock::now();
-    const std::optional<Batch> batch = loader.Next();
-    rate.wait += Since(asked);
-    STOKER_CHECK(batch && batch->tokens.size() == batch_tokens, InternalError,
-                 "rank {}: a batch of {} tokens, expected {}", comm.rank(),
-                 batch ? batch->tokens.size() : 0, batch_tokens);
-    rate.tokens += batch->tokens.size();
-    if (step_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(step_ms));
-  }
-  rate.seconds = Since(start);
-  return rate;
-}
 
 // One measured quantity: per rank and summed over the ranks, one entry per timed run.
 struct Series {
@@ -387,7 +450,7 @@ struct Series {
 constexpr const char* kMeasures[] = {"h5_readraw", "hdf5", "pread", "loader"};
 
 void PrintThroughput(int ranks, const std::vector<Series>& series, const Series& wait,
-                     const std::vector<double>& setup) {
+                     const Series& cores, const std::vector<double>& setup) {
   auto line = [&](const char* who, auto pick) {
     std::string text = fmt::format("throughput ranks={} {}", ranks, who);
     for (size_t m = 0; m < series.size(); ++m) {
@@ -400,9 +463,11 @@ void PrintThroughput(int ranks, const std::vector<Series>& series, const Series&
     return text;
   };
   for (int r = 0; r < ranks; ++r) {
-    std::printf("%s wait_fraction=%.3f\n",
-                line(fmt::format("rank={}", r).c_str(), [r](const Series& s) { return s.per_rank[r]; }).c_str(),
-                Median(wait.per_rank[r]));
+    std::printf(
+        "%s wait_fraction=%.3f loader_cores=%.2f\n",
+        line(fmt::format("rank={}", r).c_str(), [r](const Series& s) { return s.per_rank[r]; })
+            .c_str(),
+        Median(wait.per_rank[r]), Median(cores.per_rank[r]));
   }
   const auto& l = series[3].total;
   std::printf("%s loader_range=[%.1f..%.1f] loader_setup_s=%.3f\n",
@@ -421,7 +486,7 @@ void Throughput(const mpi::Comm& comm, const Options& o) {
   const CorpusTable table = DiscoverCorpus(comm, root);
   const LoaderConfig config = ConfigFor(o, root);
   std::vector<Series> series(4);
-  Series wait;
+  Series wait, cores;
   std::vector<double> setup;
   for (uint64_t rep = 0; rep <= o.repeat; ++rep) {  // rep 0: untimed warm-up, a tenth as long
     const uint64_t target = rep == 0 ? o.tokens / 10 : o.tokens;
@@ -438,29 +503,34 @@ void Throughput(const mpi::Comm& comm, const Options& o) {
     std::vector<std::vector<double>> per_rank;
     for (const Rate& r : rates) per_rank.push_back(PerRank(comm, r.tokens / r.seconds));
     const auto waited = PerRank(comm, rates[3].wait / rates[3].seconds);
+    const auto used = PerRank(comm, rates[3].cpu / rates[3].seconds);
     const double slowest_setup = comm.Max(static_cast<uint64_t>(rates[3].setup * 1e9)) * 1e-9;
     if (rep == 0) continue;
     for (size_t m = 0; m < 4; ++m) series[m].Add(per_rank[m]);
     wait.Add(waited);
+    cores.Add(used);
     setup.push_back(slowest_setup);
   }
   if (comm.rank() != 0) return;
-  std::printf("# throughput: %zu files, %llu docs, %llu tokens; %llu tokens per rank per run, "
-              "%llu runs, step %.1f ms, offset cache %llu bytes; medians in M tokens/s\n",
-              table.shards.size(), static_cast<unsigned long long>(table.total_docs()),
-              static_cast<unsigned long long>(table.total_tokens()),
-              static_cast<unsigned long long>(o.tokens), static_cast<unsigned long long>(o.repeat),
-              o.step_ms, static_cast<unsigned long long>(o.offset_cache_bytes));
-  PrintThroughput(comm.size(), series, wait, setup);
+  std::printf(
+      "# throughput: %zu files, %llu docs, %llu tokens; %llu tokens per rank per run, "
+      "%llu runs, step %.1f ms, offset cache %llu bytes; medians in M tokens/s\n",
+      table.shards.size(), static_cast<unsigned long long>(table.total_docs()),
+      static_cast<unsigned long long>(table.total_tokens()),
+      static_cast<unsigned long long>(o.tokens), static_cast<unsigned long long>(o.repeat),
+      o.step_ms, static_cast<unsigned long long>(o.offset_cache_bytes));
+  PrintThroughput(comm.size(), series, wait, cores, setup);
 }
 
 // ---- first batch ---------------------------------------------------------------------------
 
 void FirstBatch(const mpi::Comm& comm, const Options& o) {
   const std::string root = fmt::format("{}/first-batch-{}", o.dir, o.files);
-  SynthSpec spec{.out = root, .files = static_cast<uint32_t>(o.files / 4), .seed = 2,
-                 .force = true};
-  for (const char* name : {"a", "b", "c", "d"}) spec.datasets.push_back({name, o.files / 4 * 2000, 200.0});
+  SynthSpec spec{
+      .out = root, .files = static_cast<uint32_t>(o.files / 4), .seed = 2, .force = true};
+  for (const char* name : {"a", "b", "c", "d"}) {
+    spec.datasets.push_back({name, o.files / 4 * 2000, 200.0});
+  }
   EnsureCorpus(comm, spec);
   const CorpusTable table = DiscoverCorpus(comm, root);
   const LoaderConfig config = ConfigFor(o, root);
@@ -508,7 +578,9 @@ std::pair<double, double> ResidentMb() {
 void Memory(const mpi::Comm& comm, const Options& o) {
   const std::string root = fmt::format("{}/memory-{}", o.dir, o.docs);
   SynthSpec spec{.out = root, .files = 4, .seed = 3, .force = true};
-  for (const char* name : {"books", "code", "web"}) spec.datasets.push_back({name, o.docs * 4 / 3, 4.0});
+  for (const char* name : {"books", "code", "web"}) {
+    spec.datasets.push_back({name, o.docs * 4 / 3, 4.0});
+  }
   const bool made = EnsureCorpus(comm, spec);
   const CorpusTable table = DiscoverCorpus(comm, root);
   Warm(comm, table);
@@ -532,15 +604,16 @@ void Memory(const mpi::Comm& comm, const Options& o) {
               static_cast<unsigned long long>(o.batches),
               made ? "; CORPUS MADE IN THIS PROCESS: run again for clean figures" : "");
   for (int r = 0; r < comm.size(); ++r) {
-    std::printf("memory ranks=%d rank=%d docs=%llu before_rss=%.1f before_hwm=%.1f after_rss=%.1f "
-                "after_hwm=%.1f hwm_growth=%.1f after_hwm/before_hwm=%.3f seconds=%.2f\n",
-                comm.size(), r, static_cast<unsigned long long>(table.total_docs()), v[0][r],
-                v[1][r], v[2][r], v[3][r], v[3][r] - v[1][r], v[3][r] / v[1][r], v[4][r]);
+    std::printf(
+        "memory ranks=%d rank=%d docs=%llu before_rss=%.1f before_hwm=%.1f after_rss=%.1f "
+        "after_hwm=%.1f hwm_growth=%.1f after_hwm/before_hwm=%.3f seconds=%.2f\n",
+        comm.size(), r, static_cast<unsigned long long>(table.total_docs()), v[0][r], v[1][r],
+        v[2][r], v[3][r], v[3][r] - v[1][r], v[3][r] / v[1][r], v[4][r]);
   }
 }
 
 }  // namespace
-}  // namespace stoker
+}  // namespace stoker::bench
 
 int main(int argc, char** argv) {
   stoker::mpi::Session session(&argc, &argv);
@@ -548,18 +621,22 @@ int main(int argc, char** argv) {
   {
     stoker::mpi::Comm world(MPI_COMM_WORLD);
     try {
-      const stoker::Options options = stoker::ParseArgs(argc, argv);
+      const stoker::bench::Options options = stoker::bench::ParseArgs(argc, argv);
       if (options.help) {
-        if (world.rank() == 0) std::fputs(stoker::kUsage, stdout);
+        if (world.rank() == 0) std::fputs(stoker::bench::kUsage, stdout);
       } else if (options.mode == "throughput") {
-        stoker::Throughput(world, options);
+        stoker::bench::Throughput(world, options);
       } else if (options.mode == "first-batch") {
-        stoker::FirstBatch(world, options);
+        stoker::bench::FirstBatch(world, options);
+      } else if (options.mode == "memory") {
+        stoker::bench::Memory(world, options);
       } else {
-        stoker::Memory(world, options);
+        exit_code = stoker::bench::Cold(world, options);
       }
     } catch (const stoker::ConfigError& e) {
-      if (world.rank() == 0) std::fprintf(stderr, "bench_loader: %s\n%s", e.what(), stoker::kUsage);
+      if (world.rank() == 0) {
+        std::fprintf(stderr, "bench_loader: %s\n%s", e.what(), stoker::bench::kUsage);
+      }
       exit_code = 2;
     } catch (const stoker::Error& e) {
       if (!e.collective()) {

@@ -4,8 +4,9 @@
 # only those; default: everything, tests and benchmarks included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/env.sh
 build_dir=${STOKER_BUILD_DIR:-build}
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
 targets=()
 for t in ${STOKER_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
-cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"
+cmake --build "$build_dir" -j "$(stoker_cores)" "${targets[@]}"

@@ -8,3 +8,6 @@ if [ "$(id -u)" -eq 0 ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+# The cores this process may use, for make -j and ctest -j: GNU nproc obeys OMP_NUM_THREADS, so
+# after the line above a plain $(nproc) says 1 and would build and test one job at a time.
+stoker_cores() { env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc; }

@@ -6,7 +6,8 @@
 #   scripts/sanitize.sh thread [ctest args...]              -> build-tsan/
 #       ThreadSanitizer: the threaded parts, i.e. the Loader's reading (prefetch) thread and the
 #       background checkpoint writer (MPI loader, checkpoint and faults tests at 1, 2 and 4
-#       ranks) and the unit test that starts threads (HDF5 layer: concurrent readers, a writer).
+#       ranks) and the unit tests that start threads (HDF5 layer: concurrent readers, a writer;
+#       the read queue's engines: reader threads and io_uring).
 # Each: configure (scripts/sanitizer_build.sh: STOKER_SANITIZE, no libtorch, no benchmarks; the
 # ASan build with clang, as it also holds the fuzz targets of scripts/fuzz.sh), build only the
 # test targets it runs, run them with ctest -j2. Any sanitizer report fails its test: the runtime
@@ -52,10 +53,11 @@ case "$kind" in
     build_dir=${STOKER_TSAN_BUILD_DIR:-build-tsan}
     fixed_targets=(unit_tests)
     mpi_pattern='mpi_(loader|checkpoint|faults)_test'
-    # The one unit test that starts threads (readers and a writer through the HDF5 layer), and
-    # the MPI tests of the Loader: its reading thread, the checkpoint writer's thread, and errors
-    # (injected I/O faults) crossing from those threads to the trainer's.
-    tests='^(unit\.H5Test\.Threads|mpi\.(loader|checkpoint|faults)\.)'
+    # The unit tests that start threads (readers and a writer through the HDF5 layer; the read
+    # queue's pool of reader threads), and the MPI tests of the Loader: its reading thread, the
+    # checkpoint writer's thread, and errors (injected I/O faults) crossing from those threads to
+    # the trainer's.
+    tests='^(unit\.(H5Test\.Threads|Engines/ReadQueueTest\.)|mpi\.(loader|checkpoint|faults)\.)'
     exclude='^$'
     ;;
   *) echo "sanitize: unknown configuration '$kind' (address,undefined or thread)" >&2; exit 2 ;;
@@ -69,15 +71,15 @@ stage() {  # stage NAME COMMAND...: runs COMMAND, prints how long it took, retur
   return "$status"
 }
 
+source scripts/env.sh
 source scripts/sanitizer_build.sh
 stage configure sanitizer_configure "$kind" "$build_dir"
 mapfile -t mpi_targets < <(cmake --build "$build_dir" --target help |
                            grep -oE "\b${mpi_pattern}\b" | sort -u)
 targets=()
 for t in "${fixed_targets[@]}" "${mpi_targets[@]}"; do targets+=(--target "$t"); done
-stage build cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"
+stage build cmake --build "$build_dir" -j "$(stoker_cores)" "${targets[@]}"
 
-source scripts/env.sh
 # The sanitizer options for the unit tests (the MPI and CLI tests get the same from CTest's
 # STOKER_TEST_ENV, see tests/CMakeLists.txt).
 while IFS= read -r assignment; do

@@ -13,7 +13,11 @@ packages=(
   libhdf5-openmpi-dev hdf5-tools
   libtorch-dev
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libxxhash-dev
+  # io_uring: the reading path's many reads in flight (src/os/read_queue.h).
+  liburing-dev
   libgtest-dev libbenchmark-dev
+  # fio: the random-read figures of `bench_loader --mode cold` (O_DIRECT, queue depth 1 and 32).
+  fio
   # clang and its runtimes for libFuzzer and the sanitizers: the ASan and fuzzing stages' build.
   clang-14 libclang-rt-14-dev
   python3

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh --slurm
 scripts/build.sh
 source scripts/env.sh
-ctest --test-dir "${STOKER_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" "$@"
+ctest --test-dir "${STOKER_BUILD_DIR:-build}" --output-on-failure -j "$(stoker_cores)" "$@"
 if [ $# -eq 0 ] && [ "${STOKER_SANITIZERS:-1}" != 0 ]; then
   scripts/sanitize.sh address,undefined
   scripts/sanitize.sh thread

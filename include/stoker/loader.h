@@ -8,9 +8,10 @@
 //
 // Construction is collective over `comm` (the loader duplicates it): it discovers the corpus,
 // checks the configuration on every rank and fails on every rank together. After that, each rank
-// calls Next() on its own; a background thread per rank reads ahead `prefetch` batches in the
-// known future order, so the trainer rarely waits. Next() and the destructor must be called from
-// one thread (the trainer's). Errors of the reading thread are rethrown by Next().
+// calls Next() on its own; a background thread per rank reads ahead in the known future order,
+// with many reads in flight (io_depth) for the batches ahead (read_ahead_bytes) and up to
+// `prefetch` finished batches waiting, so the trainer rarely waits. Next() and the destructor must
+// be called from one thread (the trainer's). Errors of the reading thread are rethrown by Next().
 //
 // Checkpoints: Save(step_dir) snapshots the state after the last batch Next() returned (a copy
 // of a few cursors per logical shard) and writes it on a background thread, one file per rank,
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "stoker/corpus.h"
+#include "stoker/io_engine.h"
 
 namespace stoker {
 
@@ -44,7 +46,11 @@ struct LoaderConfig {
   uint64_t logical_shards = 65536;         // units of the order that ranks own (>= ranks)
   std::optional<int64_t> eos_id;           // default: the corpus's eos_id attribute, else 0
   std::optional<int64_t> bos_id;           // default: no BOS
-  uint32_t prefetch = 4;                   // batches read ahead per rank (>= 1)
+  uint32_t prefetch = 4;                   // finished batches waiting per rank (>= 1)
+  uint64_t read_ahead_bytes = 8u << 20;    // and batches being read beyond them: as many as
+                                           // this many bytes of int64 tokens hold (>= 1 batch)
+  uint32_t io_depth = 64;                  // reads in flight per rank (1 to kMaxIoDepth)
+  IoEngine io_engine = IoEngine::kAuto;    // what keeps them in flight (stoker/io_engine.h)
   uint64_t offset_cache_bytes = 8u << 20;  // document offsets cached per rank
   uint32_t max_open_files = 128;           // shard files a rank keeps open
   uint64_t max_memory_bytes = 0;           // the most the loader may hold per rank (batches
@@ -61,6 +67,7 @@ struct LoaderConfig {
   std::vector<std::string> Problems() const;
 
   static constexpr uint64_t kMaxLogicalShards = uint64_t{1} << 24;  // 16,777,216
+  static constexpr uint32_t kMaxIoDepth = 4096;
 };
 
 // A run of one document's tokens within a batch, for diagnostics and tests: framed positions

@@ -27,6 +27,7 @@
 #include "os/posix_io.h"
 #include "os/unique_fd.h"
 #include "stoker/loader.h"
+#include "stoker/loader_options.h"
 #include "stoker/log.h"
 #include "stoker/weights.h"
 
@@ -211,11 +212,7 @@ Command SetupRun(CLI::App& app) {
                   "eos_id attribute, else 0)");
   sub->add_option("--bos-id", options->bos_id,
                   "Beginning-of-document token put before every document (default: none)");
-  sub->add_option("--prefetch", c.prefetch,
-                  "Batches each rank reads ahead. The batches in flight (prefetch + 2) and the "
-                  "offset cache must fit in half the memory a rank may use (RAM, cgroup limit, "
-                  "ulimit -v): checked before anything is allocated")
-      ->capture_default_str();
+  AddReadingOptions(sub, &c);
   sub->add_option("--dump", options->dump,
                   "Write every delivered batch to DIR/rank-<r>.bin (raw little-endian int64 rows "
                   "of seq-len + 1 tokens), each before the next batch is taken");

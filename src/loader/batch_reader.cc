@@ -7,11 +7,14 @@
 
 namespace stoker {
 
-BatchReader::BatchReader(ShardPool* pool, int64_t eos_id, std::optional<int64_t> bos_id)
-    : pool_(pool), eos_id_(eos_id), bos_id_(bos_id) {}
+BatchReader::BatchReader(ShardPool* pool, std::unique_ptr<ReadQueue> queue, int64_t eos_id,
+                         std::optional<int64_t> bos_id)
+    : pool_(pool), queue_(std::move(queue)), eos_id_(eos_id), bos_id_(bos_id) {}
 
-void BatchReader::Fill(const std::vector<std::vector<Segment>>& rows, uint64_t row_tokens,
-                       int64_t* out) {
+BatchReader::~BatchReader() { queue_.reset(); }
+
+void BatchReader::Add(const std::vector<std::vector<Segment>>& rows, uint64_t row_tokens,
+                      int64_t* out) {
   pieces_.clear();
   for (size_t r = 0; r < rows.size(); ++r) {
     int64_t* at = out + r * row_tokens;
@@ -22,10 +25,12 @@ void BatchReader::Fill(const std::vector<std::vector<Segment>>& rows, uint64_t r
     STOKER_ASSERT(at == out + (r + 1) * row_tokens, "row {} holds {} tokens", r,
                   at - (out + r * row_tokens));
   }
-  ReadPieces();
+  const uint64_t batch = next_batch_++;
+  batches_.push_back({batch, 0});
+  QueueRuns(batch);
 }
 
-// Framed positions: [BOS] tokens EOS. Writes BOS and EOS now; queues the tokens as a piece.
+// Framed positions: [BOS] tokens EOS. Writes BOS and EOS now; keeps the tokens as a piece.
 void BatchReader::Plan(const Segment& segment, int64_t* row_at) {
   const uint64_t lead = bos_id_ ? 1 : 0;
   const uint64_t length = segment.span.length;
@@ -40,12 +45,12 @@ void BatchReader::Plan(const Segment& segment, int64_t* row_at) {
                      row_at + (token_first + lead - first)});
 }
 
-void BatchReader::ReadPieces() {
+// The batch's pieces, sorted by file and position, as runs of nearby pieces.
+void BatchReader::QueueRuns(uint64_t batch) {
   std::sort(pieces_.begin(), pieces_.end(), [](const Piece& a, const Piece& b) {
     return a.file != b.file ? a.file < b.file : a.begin < b.begin;
   });
   for (size_t i = 0; i < pieces_.size();) {
-    // The run [begin, end) of file covers pieces i .. j-1.
     const uint32_t file = pieces_[i].file;
     const uint64_t begin = pieces_[i].begin;
     uint64_t end = begin + pieces_[i].count;
@@ -54,17 +59,82 @@ void BatchReader::ReadPieces() {
       end = std::max(end, pieces_[j].begin + pieces_[j].count);
       ++j;
     }
-    ShardReader& reader = pool_->Get(file);
-    const TokenType type = reader.shard().token_type;
-    const uint64_t width = TokenTypeSize(type);
-    scratch_.resize((end - begin) * width);
-    reader.ReadTokensRaw(begin, end - begin, scratch_.data());
+    if (free_.empty()) {
+      free_.push_back(runs_.size());
+      runs_.emplace_back();
+    }
+    const size_t slot = free_.back();
+    free_.pop_back();
+    Run& run = runs_[slot];
+    run.reader = pool_->Share(file);
+    run.begin = begin;
+    run.count = end - begin;
+    run.batch = batch;
+    run.pieces.assign(pieces_.begin() + static_cast<ptrdiff_t>(i),
+                      pieces_.begin() + static_cast<ptrdiff_t>(j));
+    run.bytes.resize(run.count * TokenTypeSize(run.reader->shard().token_type));
+    queued_.push_back(slot);
+    ++batches_.back().runs_left;
+    i = j;
+  }
+}
+
+void BatchReader::Start() {
+  while (!queued_.empty() && queue_->in_flight() < queue_->depth()) {
+    const size_t slot = queued_.front();
+    queued_.pop_front();
+    Run& run = runs_[slot];
     ++reads_;
-    for (; i < j; ++i) {
-      const Piece& p = pieces_[i];
-      WidenTokens(type, scratch_.data() + (p.begin - begin) * width, p.count, p.dest);
+    if (auto request = run.reader->TokenRequest(run.begin, run.count, run.bytes.data())) {
+      request->tag = slot;
+      queue_->Submit(*request);
+    } else {
+      run.reader->ReadTokensRaw(run.begin, run.count, run.bytes.data());  // through HDF5
+      Finish(slot, {.bytes = run.bytes.size(), .error = 0});
     }
   }
+  queue_->Flush();
+}
+
+size_t BatchReader::Take(bool wait) {
+  while (true) {
+    Start();
+    STOKER_ASSERT(
+        !wait || batches_.empty() || batches_.front().runs_left == 0 || queue_->in_flight() > 0,
+        "batch {} waits for {} reads, none of them in flight",
+        batches_.empty() ? 0 : batches_.front().batch,
+        batches_.empty() ? 0 : batches_.front().runs_left);
+    done_.clear();
+    queue_->Reap(&done_, wait && !batches_.empty() && batches_.front().runs_left > 0);
+    for (const ReadDone& done : done_) Finish(done.tag, done.result);
+    if (const size_t complete = TakeComplete(); complete > 0 || !wait || batches_.empty())
+      return complete;
+  }
+}
+
+// Widens a finished run into its rows and frees its slot.
+void BatchReader::Finish(size_t slot, const ReadResult& read) {
+  Run& run = runs_[slot];
+  run.reader->CheckTokenRead(read, run.begin, run.count);
+  const TokenType type = run.reader->shard().token_type;
+  const uint64_t width = TokenTypeSize(type);
+  for (const Piece& p : run.pieces) {
+    WidenTokens(type, run.bytes.data() + (p.begin - run.begin) * width, p.count, p.dest);
+  }
+  run.reader.reset();
+  free_.push_back(slot);
+  STOKER_ASSERT(run.batch >= batches_.front().batch, "run of batch {} after batch {}", run.batch,
+                batches_.front().batch);
+  --batches_[run.batch - batches_.front().batch].runs_left;
+}
+
+size_t BatchReader::TakeComplete() {
+  size_t complete = 0;
+  while (!batches_.empty() && batches_.front().runs_left == 0) {
+    batches_.pop_front();
+    ++complete;
+  }
+  return complete;
 }
 
 }  // namespace stoker

@@ -1,19 +1,31 @@
-// BatchReader: turns planned rows (core/row_planner.h) into tokens.
+// BatchReader: turns planned rows (core/row_planner.h) into tokens, with many reads in flight.
 //
-// For one batch it gathers every document piece the rows need, sorts them by file and position,
-// merges pieces of one file that lie close together (neighbouring documents, or the two halves of
-// a document cut by a row's end) into one read, reads each run in the file's own type and widens
-// it into the rows; EOS and BOS are written in place. Files come from a ShardPool.
+// Add() takes one batch's rows: it writes EOS and BOS in place, gathers every document piece the
+// rows need, sorts them by file and position, merges pieces of one file that lie close together
+// (neighbouring documents, or the two halves of a document cut by a row's end) into one read (a
+// run) and queues the runs. Start() hands queued runs to its ReadQueue (os/read_queue.h) while
+// the queue has room; Take() widens each finished run from the file's own type into its batch's
+// rows and tells how many of the oldest batches are complete, waiting for reads if asked to.
+// Batches complete in the order they were added, so a caller keeps several batches in flight and
+// takes them in order. A failed or short read throws IoError naming the file, the array, the
+// index and the byte offset (ShardReader::CheckTokenRead).
 //
-// Owned by one thread (the loader's reading thread); not thread safe.
+// A run holds its file's reader (ShardPool::Share) until it is read, so that the pool may close
+// the file meanwhile. Arrays not stored directly are read through HDF5 at Start(), at once.
+//
+// Owned by one thread (the loader's reading thread); not thread safe. The rows' memory must stay
+// put until their batch is complete.
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "core/row_planner.h"
 #include "loader/shard_pool.h"
+#include "os/read_queue.h"
 
 namespace stoker {
 
@@ -22,12 +34,21 @@ class BatchReader {
   // Pieces of one file at most this many tokens apart are read together.
   static constexpr uint64_t kMergeGap = 512;
 
-  BatchReader(ShardPool* pool, int64_t eos_id, std::optional<int64_t> bos_id);
+  BatchReader(ShardPool* pool, std::unique_ptr<ReadQueue> queue, int64_t eos_id,
+              std::optional<int64_t> bos_id);
+  ~BatchReader();  // waits for the reads in flight before their buffers go
 
-  // Fills `out`, rows.size() rows of `row_tokens` tokens, from the planned rows.
-  void Fill(const std::vector<std::vector<Segment>>& rows, uint64_t row_tokens, int64_t* out);
+  // Queues the reads of one batch: rows.size() rows of `row_tokens` tokens at `out`.
+  void Add(const std::vector<std::vector<Segment>>& rows, uint64_t row_tokens, int64_t* out);
+  // Starts queued reads while the queue has room; never waits for storage.
+  void Start();
+  // The number of the oldest batches complete now (they leave the reader), after starting what
+  // it can. With `wait`, waits for reads until it is at least 1 (0 only when no batch is added).
+  size_t Take(bool wait);
 
+  size_t batches() const { return batches_.size(); }  // added, not yet complete
   uint64_t reads() const { return reads_; }
+  const ReadQueue& queue() const { return *queue_; }
 
  private:
   struct Piece {
@@ -36,14 +57,34 @@ class BatchReader {
     uint64_t count;
     int64_t* dest;
   };
+  struct Run {
+    std::shared_ptr<ShardReader> reader;
+    uint64_t begin = 0;  // tokens [begin, begin + count) of the file
+    uint64_t count = 0;
+    uint64_t batch = 0;         // sequence number of its batch
+    std::vector<Piece> pieces;  // what lands where
+    std::vector<char> bytes;    // the run in the file's type
+  };
   void Plan(const Segment& segment, int64_t* row_at);
-  void ReadPieces();
+  void QueueRuns(uint64_t batch);
+  void Finish(size_t slot, const ReadResult& read);
+  size_t TakeComplete();
 
   ShardPool* pool_;
+  std::unique_ptr<ReadQueue> queue_;
   int64_t eos_id_;
   std::optional<int64_t> bos_id_;
-  std::vector<Piece> pieces_;
-  std::vector<char> scratch_;
+  std::vector<Piece> pieces_;  // of the batch being added
+  std::vector<Run> runs_;      // slots, reused with their memory
+  std::vector<size_t> free_;   // slots of runs_ not in use
+  std::deque<size_t> queued_;  // slots not yet started, in order
+  struct InFlight {
+    uint64_t batch;
+    size_t runs_left;
+  };
+  std::deque<InFlight> batches_;
+  uint64_t next_batch_ = 0;
+  std::vector<ReadDone> done_;
   uint64_t reads_ = 0;
 };
 

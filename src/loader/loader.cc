@@ -1,5 +1,6 @@
-// The Loader: SetUpLoader (collective), then a reading thread that plans rows, reads their tokens
-// and queues finished batches; Next() takes them in order on the trainer's thread.
+// The Loader: SetUpLoader (collective), then a reading thread that plans rows, keeps the reads of
+// the batches ahead in flight (BatchReader) and queues finished batches; Next() takes them in
+// order on the trainer's thread.
 #include "stoker/loader.h"
 
 #include <spdlog/spdlog.h>
@@ -41,8 +42,11 @@ class Loader::Impl {
     Batch batch;
     StateDelta delta;
   };
+  enum class Step { kPlan, kRead, kStop };
   void ReadAhead();
-  Ready MakeBatch();
+  Step NextStep(size_t being_read);
+  Ready PlanBatch();
+  void Deliver(std::deque<Ready>* being_read, size_t complete);
   OrderIdentity Identity() const;
   RankState StartingState();
 
@@ -61,6 +65,7 @@ class Loader::Impl {
   BatchReader reader_;
   RowPlanner planner_;
   std::vector<std::vector<Segment>> rows_;
+  size_t window_;  // batches read at once (BatchesBeingRead)
 
   std::mutex mutex_;
   std::condition_variable changed_;
@@ -80,11 +85,21 @@ Loader::Impl::Impl(MPI_Comm comm, const LoaderConfig& config)
       delivered_(StartingState()),
       pool_(setup_.table, setup_.arrays, config_.max_open_files),
       index_(setup_.table, &pool_, config_.offset_cache_bytes),
-      reader_(&pool_, setup_.eos_id, setup_.bos_id),
+      reader_(&pool_, MakeReadQueue(config_.io_engine, config_.io_depth), setup_.eos_id,
+              setup_.bos_id),
       planner_(setup_.planner, delivered_,
                [this](uint32_t dataset, uint64_t doc) { return index_.Locate(dataset, doc); }),
       rows_(config_.batch_size),
-      thread_([this] { ReadAhead(); }) {}
+      window_(BatchesBeingRead(config_)),
+      thread_([this] { ReadAhead(); }) {
+  const ReadQueue& queue = reader_.queue();
+  if (!queue.fallback_reason().empty() && comm_.rank() == 0) {
+    spdlog::info("reading with {} threads at most: io_uring is not available ({})", queue.depth(),
+                 queue.fallback_reason());
+  }
+  spdlog::debug("rank {}: reading with {}, {} reads in flight, {} batches at once", comm_.rank(),
+                IoEngineName(queue.engine()), queue.depth(), window_);
+}
 
 OrderIdentity Loader::Impl::Identity() const {
   OrderIdentity id{.corpus_fingerprint = setup_.table.fingerprint,
@@ -136,20 +151,17 @@ Loader::Impl::~Impl() {
   thread_.join();
 }
 
+// Plans batches while the window has room, keeping their reads in flight; hands each batch to the
+// queue as soon as it and every batch before it are read; waits for reads when it cannot plan,
+// and for the trainer when nothing is being read and the queue is full.
 void Loader::Impl::ReadAhead() {
   try {
+    std::deque<Ready> being_read;  // oldest first
     while (true) {
-      {
-        std::unique_lock lock(mutex_);
-        changed_.wait(lock, [&] { return stopping_ || queue_.size() < config_.prefetch; });
-        if (stopping_) return;
-      }
-      Ready ready = MakeBatch();
-      {
-        std::lock_guard lock(mutex_);
-        queue_.push_back(std::move(ready));
-      }
-      changed_.notify_all();
+      const Step step = NextStep(being_read.size());
+      if (step == Step::kStop) return;
+      if (step == Step::kPlan) being_read.push_back(PlanBatch());
+      Deliver(&being_read, reader_.Take(/*wait=*/step == Step::kRead));
     }
   } catch (...) {
     std::lock_guard lock(mutex_);
@@ -158,7 +170,31 @@ void Loader::Impl::ReadAhead() {
   }
 }
 
-Loader::Impl::Ready Loader::Impl::MakeBatch() {
+// Plan one more batch if the window and the queue have room, else wait for reads; with none being
+// read, waits for room (or for the loader to stop).
+Loader::Impl::Step Loader::Impl::NextStep(size_t being_read) {
+  std::unique_lock lock(mutex_);
+  const auto room = [&] {
+    return being_read < window_ && queue_.size() + being_read < config_.prefetch + window_;
+  };
+  if (being_read == 0) changed_.wait(lock, [&] { return stopping_ || room(); });
+  if (stopping_) return Step::kStop;
+  return room() ? Step::kPlan : Step::kRead;
+}
+
+void Loader::Impl::Deliver(std::deque<Ready>* being_read, size_t complete) {
+  if (complete == 0) return;
+  {
+    std::lock_guard lock(mutex_);
+    for (; complete > 0; --complete) {
+      queue_.push_back(std::move(being_read->front()));
+      being_read->pop_front();
+    }
+  }
+  changed_.notify_all();
+}
+
+Loader::Impl::Ready Loader::Impl::PlanBatch() {
   Ready ready;
   Batch& batch = ready.batch;
   batch.rows = config_.batch_size;
@@ -175,7 +211,8 @@ Loader::Impl::Ready Loader::Impl::MakeBatch() {
   batch.step = planner_.state().step;
   ready.delta = planner_.TakeDelta();
   batch.tokens.resize(batch.rows * batch.row_tokens);
-  reader_.Fill(rows_, batch.row_tokens, batch.tokens.data());
+  reader_.Add(rows_, batch.row_tokens, batch.tokens.data());
+  reader_.Start();
   return ready;
 }
 

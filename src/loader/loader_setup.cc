@@ -62,12 +62,17 @@ void CheckEveryRankHasDocuments(const LoaderSetup& setup, uint64_t world) {
   if (!problems.empty()) Refuse(problems);
 }
 
+double BatchBytes(const LoaderConfig& c) {
+  return static_cast<double>(c.batch_size) * (static_cast<double>(c.seq_len) + 1) * sizeof(int64_t);
+}
+
 // What a rank's loader holds besides the corpus table and its state: the batches of int64 tokens
-// read ahead (prefetch of them queued, one being made, one the trainer holds) and the offset
-// cache. In double: the factors are as typed and may overflow 64 bits.
+// (prefetch of them finished, the ones being read, one the trainer holds), the reads' own buffers
+// of the file's tokens (at most as large as the batches being read) and the offset cache. In
+// double: the factors are as typed and may overflow 64 bits.
 double BufferBytes(const LoaderConfig& c) {
-  return (static_cast<double>(c.prefetch) + 2) * static_cast<double>(c.batch_size) *
-             (static_cast<double>(c.seq_len) + 1) * sizeof(int64_t) +
+  const double being_read = static_cast<double>(BatchesBeingRead(c));
+  return (static_cast<double>(c.prefetch) + 1 + 2 * being_read) * BatchBytes(c) +
          static_cast<double>(c.offset_cache_bytes);
 }
 
@@ -78,10 +83,13 @@ MemoryBudget LoaderBudget(const LoaderConfig& c, uint64_t ranks_on_node) {
 }
 
 std::string BufferBreakdown(const LoaderConfig& c) {
+  const uint64_t being_read = BatchesBeingRead(c);
   return fmt::format(
-      "{} batches of --batch-size {} x (--seq-len {} + 1) int64 tokens (--prefetch "
-      "{} + 2) and an offset cache of {}",
-      static_cast<uint64_t>(c.prefetch) + 2, c.batch_size, c.seq_len, c.prefetch,
+      "{} batches of --batch-size {} x (--seq-len {} + 1) int64 tokens (--prefetch {} finished, "
+      "1 with the trainer, {} being read for --read-ahead {} and as many again for their reads' "
+      "buffers) and an offset cache of {}",
+      static_cast<uint64_t>(c.prefetch) + 1 + 2 * being_read, c.batch_size, c.seq_len, c.prefetch,
+      being_read, FormatBytes(static_cast<double>(c.read_ahead_bytes)),
       FormatBytes(static_cast<double>(c.offset_cache_bytes)));
 }
 
@@ -150,6 +158,9 @@ std::vector<std::string> LoaderConfig::Problems() const {
                                    kMaxLogicalShards));
   }
   if (prefetch == 0) problems.push_back("--prefetch must be at least 1");
+  if (io_depth == 0 || io_depth > kMaxIoDepth) {
+    problems.push_back(fmt::format("--io-depth {} is outside 1 to {}", io_depth, kMaxIoDepth));
+  }
   if (max_open_files == 0) problems.push_back("max_open_files must be at least 1");
   const auto [budget, why] = LoaderBudget(*this, 1);
   if (const double bytes = BufferBytes(*this); bytes > static_cast<double>(budget)) {
@@ -165,6 +176,13 @@ std::vector<std::string> LoaderConfig::Problems() const {
                                                        name, weight));
   }
   return problems;
+}
+
+uint64_t BatchesBeingRead(const LoaderConfig& config) {
+  const double batch = BatchBytes(config);
+  const double fit = batch > 0 ? static_cast<double>(config.read_ahead_bytes) / batch : 1;
+  return std::clamp<uint64_t>(static_cast<uint64_t>(std::min(fit, 1e12)), 1,
+                              std::max<uint32_t>(config.io_depth, 1));
 }
 
 std::vector<double> ResolveWeights(const LoaderConfig& config, const CorpusTable& table) {

@@ -26,6 +26,11 @@ struct LoaderSetup {
 // Collective over `comm`. Throws ConfigError or DataError on every rank together.
 LoaderSetup SetUpLoader(const mpi::Comm& comm, const LoaderConfig& config);
 
+// How many batches the reading thread reads at once beyond the finished ones: as many as
+// read_ahead_bytes hold in int64 tokens, at least 1, at most io_depth (every batch has a read at
+// least, so more could not have more reads in flight).
+uint64_t BatchesBeingRead(const LoaderConfig& config);
+
 // The weights `config` asks for over `table`'s datasets, normalized; throws ConfigError
 // (collective: same table, same answer everywhere) naming unknown datasets or impossible weights.
 std::vector<double> ResolveWeights(const LoaderConfig& config, const CorpusTable& table);

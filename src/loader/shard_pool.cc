@@ -18,18 +18,21 @@ ShardPool::ShardPool(const CorpusTable& table, const std::vector<ArrayLocations>
                      uint32_t max_open)
     : table_(table), arrays_(arrays), max_open_(std::max<uint32_t>(1, max_open)) {}
 
-ShardReader& ShardPool::Get(uint32_t file) {
+ShardReader& ShardPool::Get(uint32_t file) { return *Share(file); }
+
+std::shared_ptr<ShardReader> ShardPool::Share(uint32_t file) {
   if (auto it = index_.find(file); it != index_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second);
-    return *lru_.front().second;
+    return lru_.front().second;
   }
   STOKER_ASSERT(file < table_.shards.size() && file < arrays_.size(), "file {} of {} ({} located)",
                 file, table_.shards.size(), arrays_.size());
   const ShardInfo& shard = table_.shards[file];
-  auto reader = std::make_unique<ShardReader>(
+  auto reader = std::make_shared<ShardReader>(
       table_.root, shard, arrays_[file],
       shard.dataset < table_.datasets.size() ? table_.datasets[shard.dataset].name : "");
   CheckUnchanged(*reader, file);
+  reader->AdviseRandomReads();
   if (lru_.size() >= max_open_) {
     index_.erase(lru_.back().first);
     lru_.pop_back();
@@ -37,7 +40,7 @@ ShardReader& ShardPool::Get(uint32_t file) {
   lru_.emplace_front(file, std::move(reader));
   index_[file] = lru_.begin();
   ++opens_;
-  return *lru_.front().second;
+  return lru_.front().second;
 }
 
 void ShardPool::CheckUnchanged(ShardReader& reader, uint32_t file) {

@@ -11,10 +11,14 @@
 // What it cannot see: a change to the bytes of tokens between discovery and the first open that
 // keeps the size, both end offsets and happens before this pool first stats the file, or a
 // write into a file while it stays open (reads then return the new bytes); a change restoring
-// the modification time. Cost: one fstat per open, two 8-byte reads per first open.
+// the modification time. Cost: one fstat per open, two 8-byte reads per first open. Every file it
+// opens is advised random reads (ShardReader::AdviseRandomReads): the loader reads it so.
 //
 // Owned by one thread (the loader's reading thread); not thread safe. A reader returned by Get()
-// stays valid until the next Get().
+// stays valid until the next Get(); one returned by Share() as long as it is held, also once the
+// pool closed its file (reads in flight hold their file that way, so that a file closed under them
+// cannot be replaced by another with the same descriptor: open files may exceed `max_open` by the
+// readers so held).
 #pragma once
 
 #include <cstdint>
@@ -38,6 +42,7 @@ class ShardPool {
   // The open reader of table row `file`, opening (and checking) it if needed. Throws IoError
   // (cannot open or stat) or DataError (changed since discovery), naming the file.
   ShardReader& Get(uint32_t file);
+  std::shared_ptr<ShardReader> Share(uint32_t file);
   uint64_t opens() const { return opens_; }
 
  private:
@@ -46,7 +51,7 @@ class ShardPool {
   const CorpusTable& table_;
   const std::vector<ArrayLocations>& arrays_;
   uint32_t max_open_;
-  std::list<std::pair<uint32_t, std::unique_ptr<ShardReader>>> lru_;  // most recent first
+  std::list<std::pair<uint32_t, std::shared_ptr<ShardReader>>> lru_;  // most recent first
   std::unordered_map<uint32_t, decltype(lru_)::iterator> index_;
   std::unordered_map<uint32_t, ShardReader::Stamp> first_seen_;  // at each file's first open
   uint64_t opens_ = 0;

@@ -57,6 +57,8 @@ ShardReader::Stamp ShardReader::Stat() const {
           .modified_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
 }
 
+void ShardReader::AdviseRandomReads() const { (void)::posix_fadvise(fd_, 0, 0, POSIX_FADV_RANDOM); }
+
 ShardReader::~ShardReader() {
   if (fd_ >= 0) ::close(fd_);
 }
@@ -68,7 +70,11 @@ const h5::File& ShardReader::Hdf5File() {
 
 void ShardReader::Pread(uint64_t byte_offset, uint64_t bytes, void* out, const char* what,
                         uint64_t index) {
-  const ReadResult read = ReadAt(fd_, byte_offset, bytes, out, path_);
+  CheckRead(ReadAt(fd_, byte_offset, bytes, out, path_), byte_offset, bytes, what, index);
+}
+
+void ShardReader::CheckRead(const ReadResult& read, uint64_t byte_offset, uint64_t bytes,
+                            const char* what, uint64_t index) const {
   const uint64_t at = byte_offset + read.bytes;
   STOKER_CHECK(read.error == 0, IoError,
                "{}: reading {}[{}...] failed (pread of {} bytes at byte offset {}): {}", where_,
@@ -87,6 +93,23 @@ void ShardReader::ReadTokensRaw(uint64_t start, uint64_t count, void* out) {
     return;
   }
   Hdf5File().ReadRaw("/tokens", start, count, out);
+}
+
+std::optional<ReadRequest> ShardReader::TokenRequest(uint64_t start, uint64_t count,
+                                                     void* out) const {
+  CheckTokenRange(path_, shard_, start, count);
+  if (!arrays_.tokens.direct) return std::nullopt;
+  const uint64_t width = TokenTypeSize(shard_.token_type);
+  return ReadRequest{.fd = fd_,
+                     .offset = arrays_.tokens.byte_offset + start * width,
+                     .bytes = count * width,
+                     .out = out,
+                     .path = &path_};
+}
+
+void ShardReader::CheckTokenRead(const ReadResult& read, uint64_t start, uint64_t count) const {
+  const uint64_t width = TokenTypeSize(shard_.token_type);
+  CheckRead(read, arrays_.tokens.byte_offset + start * width, count * width, "/tokens", start);
 }
 
 void ShardReader::ReadTokens(uint64_t start, uint64_t count, int64_t* out,

@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "h5/h5.h"
+#include "os/files.h"
+#include "os/read_queue.h"
 #include "shard/array_locations.h"
 #include "stoker/corpus.h"
 
@@ -50,6 +52,13 @@ class ShardReader {
   // /doc_offsets entries [start, start + count) (int64 files are read as the same bits).
   void ReadOffsets(uint64_t start, uint64_t count, uint64_t* out);
 
+  // For a ReadQueue (os/read_queue.h): the read of tokens [start, start + count) in the file's
+  // type into `out`, or nullopt when the array is not stored directly (ReadTokensRaw then reads
+  // it through HDF5). CheckTokenRead throws the IoError ReadTokensRaw would for what such a read
+  // returned: a failed or short read names the file, the array, the index and the byte offset.
+  std::optional<ReadRequest> TokenRequest(uint64_t start, uint64_t count, void* out) const;
+  void CheckTokenRead(const ReadResult& read, uint64_t start, uint64_t count) const;
+
   // What fstat says of the open file now: IoError when it fails.
   struct Stamp {
     uint64_t bytes = 0;
@@ -60,6 +69,11 @@ class ShardReader {
   };
   Stamp Stat() const;
 
+  // Tells the kernel that this file is read at random places (posix_fadvise POSIX_FADV_RANDOM):
+  // no read-ahead around each read, which on a corpus read in a shuffled order only fetches
+  // bytes nobody asked for. A hint: nothing happens where the system ignores it.
+  void AdviseRandomReads() const;
+
   const ShardInfo& shard() const { return shard_; }
   const ArrayLocations& arrays() const { return arrays_; }
   const std::string& path() const { return path_; }
@@ -68,6 +82,8 @@ class ShardReader {
 
  private:
   void Pread(uint64_t byte_offset, uint64_t bytes, void* out, const char* what, uint64_t index);
+  void CheckRead(const ReadResult& read, uint64_t byte_offset, uint64_t bytes, const char* what,
+                 uint64_t index) const;
   const h5::File& Hdf5File();
 
   ShardInfo shard_;

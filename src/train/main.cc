@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "stoker/collective.h"
+#include "stoker/loader_options.h"
 #include "stoker/log.h"
 #include "stoker/option_checks.h"
 #include "train/trainer.h"
@@ -46,8 +47,7 @@ void BindData(CLI::App& app, TrainOptions& o) {
   app.add_option("--logical-shards", c.logical_shards,
                  "Units of the data order that ranks own; any rank count up to it works")
       ->capture_default_str();
-  app.add_option("--prefetch", c.prefetch, "Batches each rank's loader reads ahead")
-      ->capture_default_str();
+  stoker::AddReadingOptions(&app, &c);
 }
 
 void BindModel(CLI::App& app, TrainOptions& o) {

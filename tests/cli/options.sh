@@ -33,7 +33,7 @@ NPS=1 expect_error "run --seq-len 0x10" "\-\-seq-len: 0x10 is not a decimal numb
 NPS=1 expect_error "reshard --world-size -2" "\-\-world-size: -2 is negative" \
     reshard "$work/none" --world-size -2 --out "$work/out"
 expect_error "a batch larger than a rank can hold" \
-    "the loader would hold .* per rank (6 batches of --batch-size 1 x (--seq-len 2000000000 + 1)" \
+    "the loader would hold .* per rank (7 batches of --batch-size 1 x (--seq-len 2000000000 + 1)" \
     run --data "$good" --seq-len 2000000000 --batch-size 1
 # A rank may use half the node's memory: 16 GiB of blocks is too much below 32 GiB of RAM.
 if [ "$(awk '/^MemTotal/ {print int($2 / 1048576)}' /proc/meminfo)" -lt 32 ]; then

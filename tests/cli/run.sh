@@ -104,7 +104,7 @@ expect_error "missing --data" 2 "--data is required" --steps 1
 # --- --help explains every option of the issue. ---
 "$STOKER" run --help > "$work/help.txt" 2>&1 || fail "stoker run --help failed"
 for option in --data --weights --seq-len --batch-size --steps --seed --logical-shards --eos-id \
-              --bos-id --prefetch --dump --config; do
+              --bos-id --prefetch --read-ahead --io-depth --io-engine --dump --config; do
   grep -q -- "$option" "$work/help.txt" || fail "run --help does not mention $option"
 done
 echo "ok: --help mentions every option"

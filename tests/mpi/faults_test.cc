@@ -121,22 +121,27 @@ TEST_F(FaultsTest, ReadErrorMidShardReachesNextNamingFileAndOffset) {
   const uint64_t byte =
       arrays.at(1).tokens.byte_offset + shard.tokens / 2 * TokenTypeSize(shard.token_type);
   ScopedFaultPlan plan(fmt::format("pread:{}:@{}", shard.path, byte));
-  uint64_t met = 0;
-  {
-    Loader loader(MPI_COMM_WORLD, Config());
-    for (uint64_t step = 0; step < StepsPastEpoch0(); ++step) {
-      try {
-        loader.Next();
-      } catch (const IoError& e) {
-        ExpectMentions(e.what(), table.root + "/" + shard.path + " (dataset a)");
-        ExpectMentions(e.what(), "failed (pread of");
-        ExpectMentions(e.what(), "Input/output error");
-        met = 1;
-        break;
+  for (IoEngine engine : {IoEngine::kAuto, IoEngine::kThreads}) {
+    LoaderConfig config = Config();
+    config.io_engine = engine;
+    uint64_t met = 0;
+    {
+      Loader loader(MPI_COMM_WORLD, config);
+      for (uint64_t step = 0; step < StepsPastEpoch0(); ++step) {
+        try {
+          loader.Next();
+        } catch (const IoError& e) {
+          ExpectMentions(e.what(), table.root + "/" + shard.path + " (dataset a)");
+          ExpectMentions(e.what(), "failed (pread of");
+          ExpectMentions(e.what(), "Input/output error");
+          met = 1;
+          break;
+        }
       }
     }
+    EXPECT_GE(comm_.Sum(met), 1u) << "no rank read byte " << byte << " of " << shard.path
+                                  << " with the " << IoEngineName(engine) << " engine";
   }
-  EXPECT_GE(comm_.Sum(met), 1u) << "no rank read byte " << byte << " of " << shard.path;
 }
 
 TEST_F(FaultsTest, ShardGrowingDuringTheRunIsDetected) {

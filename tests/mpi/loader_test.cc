@@ -542,9 +542,10 @@ TEST_F(LoaderTest, BadConfigurationStopsEveryRankWithOneMessage) {
         c->batch_size = 8;
         c->max_memory_bytes = 4 << 20;
       },
-      "the loader would hold 9.5 MiB per rank (6 batches of --batch-size 8 x (--seq-len 4096 + 1) "
-      "int64 tokens (--prefetch 4 + 2) and an offset cache of 8.0 MiB), above the 4.0 MiB it may "
-      "hold (max_memory_bytes)");
+      "the loader would hold 24.8 MiB per rank (67 batches of --batch-size 8 x (--seq-len 4096 + "
+      "1) int64 tokens (--prefetch 4 finished, 1 with the trainer, 31 being read for --read-ahead "
+      "8.0 MiB and as many again for their reads' buffers) and an offset cache of 8.0 MiB), above "
+      "the 4.0 MiB it may hold (max_memory_bytes)");
   refuse(
       [](LoaderConfig* c) {
         c->offset_cache_bytes = 1 << 16;
@@ -628,21 +629,35 @@ TEST_F(LoaderTest, RowsAreTheStreamCutWithEmptyDocumentsSkippedAndLongOnesContin
   }
 }
 
-TEST_F(LoaderTest, ReadAheadDepthAndCacheSizesDoNotChangeTheStream) {
+TEST_F(LoaderTest, ReadingSettingsDoNotChangeTheStream) {
   const std::string data = OneDataset(8);  // 8 files of about 250 documents each
   const LoaderConfig config = Config(data, 96, 3);
+  // One read and one batch at a time, one open file, the fewest blocks of offsets the index keeps.
   LoaderConfig small = config;
   small.prefetch = 1;
+  small.read_ahead_bytes = 0;
+  small.io_depth = 1;
+  small.io_engine = IoEngine::kThreads;
   small.max_open_files = 1;
-  small.offset_cache_bytes = 1;  // the fewest blocks of offsets the index keeps
+  small.offset_cache_bytes = 1;
+  // Many batches and reads at once, files closed under reads in flight.
   LoaderConfig deep = config;
   deep.prefetch = 32;
-  Loader a(MPI_COMM_WORLD, config), b(MPI_COMM_WORLD, small), c(MPI_COMM_WORLD, deep);
+  deep.read_ahead_bytes = 64u << 20;
+  deep.io_depth = LoaderConfig::kMaxIoDepth;
+  deep.max_open_files = 2;
+  LoaderConfig threads = deep;
+  threads.io_engine = IoEngine::kThreads;
+  threads.io_depth = 7;
+  Loader a(MPI_COMM_WORLD, config), b(MPI_COMM_WORLD, small), c(MPI_COMM_WORLD, deep),
+      d(MPI_COMM_WORLD, threads);
   for (int n = 0; n < 150; ++n) {
-    const std::optional<Batch> x = a.Next(), y = b.Next(), z = c.Next();
-    EXPECT_TRUE(x && y && z && x->tokens == y->tokens && x->tokens == z->tokens &&
-                x->step == y->step && x->step == z->step)
-        << "batch " << n << " depends on prefetch, max_open_files or offset_cache_bytes";
+    const std::optional<Batch> w = a.Next(), x = b.Next(), y = c.Next(), z = d.Next();
+    ASSERT_TRUE(w && x && y && z);
+    EXPECT_TRUE(w->tokens == x->tokens && w->tokens == y->tokens && w->tokens == z->tokens &&
+                w->step == x->step && w->step == y->step && w->step == z->step)
+        << "batch " << n << " depends on prefetch, read_ahead_bytes, io_depth, io_engine, "
+        << "max_open_files or offset_cache_bytes";
   }
 }
 

@@ -1,0 +1,325 @@
+#include "os/read_queue.h"
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "base/check.h"
+#include "os/posix_io.h"
+
+#ifdef STOKER_HAVE_URING
+#include <liburing.h>
+#endif
+
+namespace stoker {
+
+std::string_view IoEngineName(IoEngine engine) {
+  switch (engine) {
+    case IoEngine::kAuto:
+      return "auto";
+    case IoEngine::kUring:
+      return "uring";
+    case IoEngine::kThreads:
+      return "threads";
+  }
+  return "?";
+}
+
+IoEngine ParseIoEngine(std::string_view text) {
+  for (IoEngine engine : {IoEngine::kAuto, IoEngine::kUring, IoEngine::kThreads}) {
+    if (text == IoEngineName(engine)) return engine;
+  }
+  throw ConfigError(fmt::format("unknown I/O engine '{}': expected auto, uring or threads", text));
+}
+
+namespace {
+
+// The seam's one look at a read (as a pread of its whole range): true, errno set, to fail it.
+bool Faulted(const ReadRequest& r) {
+  return internal::Faulted(IoCall::kPread, *r.path, r.offset, r.bytes);
+}
+
+// What is left of `r` after `result->bytes`, read with blocking preads (ReadAt without the seam,
+// which the read consulted once already).
+void FinishRead(const ReadRequest& r, ReadResult* result) {
+  auto* out = static_cast<char*>(r.out);
+  while (result->bytes < r.bytes) {
+    const ssize_t n = ::pread(r.fd, out + result->bytes, r.bytes - result->bytes,
+                              static_cast<off_t>(r.offset + result->bytes));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      result->error = errno;
+      return;
+    }
+    if (n == 0) return;  // the file ends here
+    result->bytes += static_cast<uint64_t>(n);
+  }
+}
+
+// Reads what the page cache holds of `r`, never blocking on storage. True when the read is done
+// (complete, or the file ends); false when the rest must wait for storage, and then *supported is
+// false if the system cannot read without blocking at all (RWF_NOWAIT refused).
+bool ReadWithoutWaiting(const ReadRequest& r, ReadResult* result, bool* supported) {
+  auto* out = static_cast<char*>(r.out);
+  while (result->bytes < r.bytes) {
+    iovec part{out + result->bytes, r.bytes - result->bytes};
+    const ssize_t n =
+        ::preadv2(r.fd, &part, 1, static_cast<off_t>(r.offset + result->bytes), RWF_NOWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *supported = errno == EAGAIN;  // EOPNOTSUPP, EINVAL: not here; real errors: the pool's read
+      return false;
+    }
+    if (n == 0) return true;
+    result->bytes += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+// A pool of reader threads, started as reads need them, up to the depth.
+class ThreadReadQueue final : public ReadQueue {
+ public:
+  explicit ThreadReadQueue(uint32_t depth) : ReadQueue(IoEngine::kThreads, depth) {}
+  ~ThreadReadQueue() override {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    work_.notify_all();
+    for (std::thread& worker : workers_) worker.join();
+  }
+
+  void Submit(const ReadRequest& r) override {
+    STOKER_ASSERT(in_flight_ < depth_, "{} reads in flight, depth {}", in_flight_, depth_);
+    ++in_flight_;
+    ReadDone done{.tag = r.tag};
+    if (Faulted(r)) {
+      done.result.error = errno;
+      ready_.push_back(done);
+      return;
+    }
+    if (nowait_ && ReadWithoutWaiting(r, &done.result, &nowait_)) {
+      ready_.push_back(done);
+      return;
+    }
+    std::lock_guard lock(mutex_);
+    pending_.push_back({r, done});
+    // A worker woken but not yet running still counts as idle: start one for each read beyond
+    // the idle ones, so that as many reads are in flight as were submitted.
+    if (pending_.size() > idle_ && workers_.size() < depth_)
+      workers_.emplace_back([this] { Work(); });
+    work_.notify_one();
+  }
+
+  void Flush() override {}
+
+  void Reap(std::vector<ReadDone>* done, bool wait) override {
+    std::unique_lock lock(mutex_);
+    if (wait && ready_.empty() && finished_.empty() && in_flight_ > 0)
+      reaped_.wait(lock, [&] { return !finished_.empty(); });
+    done->insert(done->end(), ready_.begin(), ready_.end());
+    done->insert(done->end(), finished_.begin(), finished_.end());
+    in_flight_ -= static_cast<uint32_t>(ready_.size() + finished_.size());
+    ready_.clear();
+    finished_.clear();
+  }
+
+ private:
+  struct Pending {
+    ReadRequest request;
+    ReadDone done;  // with what the page cache held already
+  };
+
+  void Work() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+      ++idle_;
+      work_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+      --idle_;
+      if (stopping_) return;
+      Pending p = pending_.front();
+      pending_.pop_front();
+      lock.unlock();
+      FinishRead(p.request, &p.done.result);
+      lock.lock();
+      finished_.push_back(p.done);
+      reaped_.notify_one();
+    }
+  }
+
+  bool nowait_ = true;           // the caller's thread: RWF_NOWAIT works here
+  std::vector<ReadDone> ready_;  // the caller's thread: reads done at Submit
+  std::mutex mutex_;
+  std::condition_variable work_, reaped_;
+  std::deque<Pending> pending_;
+  std::vector<ReadDone> finished_;
+  std::vector<std::thread> workers_;
+  uint32_t idle_ = 0;
+  bool stopping_ = false;
+};
+
+#ifdef STOKER_HAVE_URING
+
+// io_uring: one slot per read in flight; a short read is queued again for its rest.
+class UringReadQueue final : public ReadQueue {
+ public:
+  // Null, with the reason in *why, when this kernel or process cannot use io_uring for reads.
+  static std::unique_ptr<UringReadQueue> Make(uint32_t depth, std::string* why) {
+    auto queue = std::unique_ptr<UringReadQueue>(new UringReadQueue(depth));
+    const int failed = io_uring_queue_init(std::min<uint32_t>(depth, 32768), &queue->ring_, 0);
+    if (failed < 0) {
+      *why = fmt::format("io_uring_setup failed: {}", std::strerror(-failed));
+      return nullptr;
+    }
+    queue->ready_ring_ = true;
+    // Reads the kernel cannot start without blocking (pages not cached, no read-ahead to wait
+    // on) go to its worker threads, by default at most 4 per CPU: allow one per read in flight.
+    unsigned workers[2] = {depth, 0};
+    (void)io_uring_register_iowq_max_workers(&queue->ring_, workers);
+    io_uring_probe* probe = io_uring_get_probe_ring(&queue->ring_);
+    const bool reads = probe != nullptr && io_uring_opcode_supported(probe, IORING_OP_READ);
+    if (probe != nullptr) io_uring_free_probe(probe);
+    if (!reads) {
+      *why = "this kernel's io_uring has no IORING_OP_READ";
+      return nullptr;
+    }
+    return queue;
+  }
+  ~UringReadQueue() override {
+    if (!ready_ring_) return;
+    std::vector<ReadDone> drained;
+    while (in_flight_ > 0) Reap(&drained, true);
+    io_uring_queue_exit(&ring_);
+  }
+
+  void Submit(const ReadRequest& r) override {
+    STOKER_ASSERT(in_flight_ < depth_, "{} reads in flight, depth {}", in_flight_, depth_);
+    ++in_flight_;
+    if (Faulted(r)) {
+      ready_.push_back({r.tag, {.bytes = 0, .error = errno}});
+      return;
+    }
+    const uint32_t slot = free_.back();
+    free_.pop_back();
+    slots_[slot] = {r, {}};
+    Queue(slot);
+  }
+
+  void Flush() override {
+    while (queued_ > 0) {
+      const int started = io_uring_submit(&ring_);
+      if (started == -EINTR) continue;
+      STOKER_CHECK(started >= 0, IoError, "io_uring_submit failed: {}", std::strerror(-started));
+      STOKER_ASSERT(started > 0, "io_uring_submit started none of {} reads", queued_);
+      queued_ -= static_cast<uint32_t>(started);
+    }
+  }
+
+  void Reap(std::vector<ReadDone>* done, bool wait) override {
+    Flush();
+    const bool had_ready = !ready_.empty();
+    done->insert(done->end(), ready_.begin(), ready_.end());
+    in_flight_ -= static_cast<uint32_t>(ready_.size());
+    ready_.clear();
+    if (Collect(done) || had_ready || !wait) return;
+    while (in_flight_ > 0) {
+      io_uring_cqe* cqe = nullptr;
+      const int waited = io_uring_wait_cqe(&ring_, &cqe);
+      STOKER_CHECK(waited == 0 || waited == -EINTR, IoError, "io_uring_wait_cqe failed: {}",
+                   std::strerror(-waited));
+      if (Collect(done)) return;
+    }
+  }
+
+ private:
+  struct Slot {
+    ReadRequest request;
+    ReadResult result;
+  };
+
+  explicit UringReadQueue(uint32_t depth) : ReadQueue(IoEngine::kUring, depth), slots_(depth) {
+    for (uint32_t i = depth; i > 0; --i) free_.push_back(i - 1);
+  }
+
+  void Queue(uint32_t slot) {
+    const Slot& s = slots_[slot];
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    STOKER_ASSERT(sqe != nullptr, "no submission entry with {} reads in flight", in_flight_);
+    const uint64_t left = std::min<uint64_t>(s.request.bytes - s.result.bytes, 1u << 30);
+    io_uring_prep_read(sqe, s.request.fd, static_cast<char*>(s.request.out) + s.result.bytes,
+                       static_cast<unsigned>(left), s.request.offset + s.result.bytes);
+    io_uring_sqe_set_data64(sqe, slot);
+    ++queued_;
+  }
+
+  // Takes every completion there is; true when a read finished.
+  bool Collect(std::vector<ReadDone>* done) {
+    bool finished = false;
+    io_uring_cqe* cqe = nullptr;
+    while (io_uring_peek_cqe(&ring_, &cqe) == 0) {
+      const auto slot = static_cast<uint32_t>(io_uring_cqe_get_data64(cqe));
+      const int res = cqe->res;
+      io_uring_cqe_seen(&ring_, cqe);
+      if (Completed(slot, res)) {
+        done->push_back({slots_[slot].request.tag, slots_[slot].result});
+        free_.push_back(slot);
+        --in_flight_;
+        finished = true;
+      }
+    }
+    if (queued_ > 0) Flush();  // rests of short reads
+    return finished;
+  }
+
+  // Applies one completion to its slot: true when the read is over.
+  bool Completed(uint32_t slot, int res) {
+    Slot& s = slots_[slot];
+    if (res == -EINTR || res == -EAGAIN) {
+      Queue(slot);
+      return false;
+    }
+    if (res < 0) {
+      s.result.error = -res;
+      return true;
+    }
+    s.result.bytes += static_cast<uint64_t>(res);
+    if (res == 0 || s.result.bytes == s.request.bytes) return true;
+    Queue(slot);
+    return false;
+  }
+
+  io_uring ring_{};
+  bool ready_ring_ = false;
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_;
+  std::vector<ReadDone> ready_;  // failed by the seam at Submit
+  uint32_t queued_ = 0;          // prepared, not yet submitted
+};
+
+#endif  // STOKER_HAVE_URING
+
+}  // namespace
+
+std::unique_ptr<ReadQueue> MakeReadQueue(IoEngine engine, uint32_t depth) {
+  depth = std::max<uint32_t>(depth, 1);
+  std::string why = "stoker was built without liburing";
+  if (engine != IoEngine::kThreads) {
+#ifdef STOKER_HAVE_URING
+    if (auto queue = UringReadQueue::Make(depth, &why)) return queue;
+#endif
+    STOKER_CHECK(engine == IoEngine::kAuto, IoError,
+                 "the io_uring engine cannot read here: {} (the threads engine can)", why);
+  }
+  std::unique_ptr<ReadQueue> queue = std::make_unique<ThreadReadQueue>(depth);
+  if (engine == IoEngine::kAuto) queue->fallback_reason_ = why;
+  return queue;
+}
+
+}  // namespace stoker
