@@ -17,7 +17,8 @@
 // the read with its errno, a delay rule delays Submit.
 //
 // Owned by one thread (Submit, Flush and Reap from the same thread); the engines' own threads
-// never call back into the caller. Destroying the queue waits for the reads in flight.
+// never call back into the caller. Destroying the queue waits for the reads being done (the
+// pool's reads no thread has started yet are dropped): their buffers may go after it.
 #pragma once
 
 #include <cstdint>

@@ -86,10 +86,8 @@ void ShardReader::CheckRead(const ReadResult& read, uint64_t byte_offset, uint64
 
 void ShardReader::ReadTokensRaw(uint64_t start, uint64_t count, void* out) {
   if (count == 0) return;
-  CheckTokenRange(path_, shard_, start, count);
-  const uint64_t width = TokenTypeSize(shard_.token_type);
-  if (arrays_.tokens.direct) {
-    Pread(arrays_.tokens.byte_offset + start * width, count * width, out, "/tokens", start);
+  if (const auto request = TokenRequest(start, count, out)) {
+    CheckTokenRead(ReadAt(fd_, request->offset, request->bytes, out, path_), start, count);
     return;
   }
   Hdf5File().ReadRaw("/tokens", start, count, out);
