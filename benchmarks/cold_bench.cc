@@ -341,9 +341,16 @@ void PrintCold(const ColdRun& run, const std::vector<Row>& rows) {
   std::printf(
       "# each run after sync and drop_caches reads %llu tokens (%.0f MB; sequential: "
       "every file), fio in blocks of %llu bytes; medians of %llu runs; MB = 10^6 bytes "
-      "of file; cores: (user + system) / wall seconds, summed over the ranks\n",
+      "of file; cores: (user + system) / wall seconds, summed over the ranks\n"
+      "# loader: --io-engine %s, --io-depth %llu, --read-ahead-bytes %llu, --direct-io %s, "
+      "--offset-cache-bytes %llu\n",
       static_cast<unsigned long long>(run.o.tokens), run.o.tokens * run.width / 1e6,
-      static_cast<unsigned long long>(run.block), static_cast<unsigned long long>(run.o.repeat));
+      static_cast<unsigned long long>(run.block), static_cast<unsigned long long>(run.o.repeat),
+      std::string(IoEngineName(run.o.io_engine)).c_str(),
+      static_cast<unsigned long long>(run.o.io_depth),
+      static_cast<unsigned long long>(run.o.read_ahead_bytes),
+      std::string(DirectIoName(run.o.direct_io.value_or(DirectIo::kAuto))).c_str(),
+      static_cast<unsigned long long>(run.o.offset_cache_bytes));
   std::vector<std::vector<std::string>> cells = {
       {"reader", "M tokens/s", "MB/s", "/ qd32", "IOPS", "cores"}};
   const double baseline = Median(rows[kBaselineRow].tokens_per_second);

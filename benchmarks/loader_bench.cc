@@ -116,7 +116,10 @@ constexpr char kUsage[] =
     "                     8388608 (LoaderConfig's): smaller values show a corpus whose offsets\n"
     "                     do not fit\n"
     "  --read-ahead-bytes N, --io-depth N, --io-engine auto|uring|threads  the Loader's reading\n"
-    "                     (docs/loader.md, \"Reading from storage\"); default LoaderConfig's\n";
+    "                     (docs/loader.md, \"Reading from storage\"); default LoaderConfig's\n"
+    "  --direct-io auto|on|off  the Loader's O_DIRECT token reads; default on in cold mode (its\n"
+    "                     corpus stands in for one larger than memory, where auto is on), else\n"
+    "                     LoaderConfig's (auto)\n";
 
 uint64_t ParseCount(const std::string& flag, const std::string& text) {
   size_t used = 0;
@@ -172,6 +175,8 @@ void SetOption(const std::string& flag, const std::string& value, Options* o) {
     o->dir = value;
   } else if (flag == "--io-engine") {
     o->io_engine = ParseIoEngine(value);
+  } else if (flag == "--direct-io") {
+    o->direct_io = ParseDirectIo(value);
   } else if (flag == "--step-ms") {
     o->step_ms = ParseMilliseconds(value);
   } else {
@@ -185,6 +190,7 @@ void PutModeDefaults(Options* o) {
   if (o->repeat == 0) o->repeat = cold ? 3 : 5;
   if (o->tokens == 0) o->tokens = cold ? 40'000'000 : 100'000'000;
   if (o->corpus_tokens == 0) o->corpus_tokens = cold ? 1'000'000'000 : 600'000'000;
+  if (!o->direct_io) o->direct_io = cold ? DirectIo::kOn : LoaderConfig{}.direct_io;
 }
 
 Options ParseArgs(int argc, char** argv) {
@@ -307,6 +313,7 @@ LoaderConfig ConfigFor(const Options& o, const std::string& root) {
                       .read_ahead_bytes = o.read_ahead_bytes,
                       .io_depth = static_cast<uint32_t>(o.io_depth),
                       .io_engine = o.io_engine,
+                      .direct_io = o.direct_io.value_or(LoaderConfig{}.direct_io),
                       .offset_cache_bytes = o.offset_cache_bytes};
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct Options {
   uint64_t read_ahead_bytes = LoaderConfig{}.read_ahead_bytes;
   uint64_t io_depth = LoaderConfig{}.io_depth;
   IoEngine io_engine = LoaderConfig{}.io_engine;
+  std::optional<DirectIo> direct_io;  // unset: on in cold mode, else LoaderConfig's
   double step_ms = 0;
   bool help = false;
 };
@@ -52,7 +54,7 @@ bool EnsureCorpus(const mpi::Comm& comm, const SynthSpec& spec);
 uint64_t ReadFilesWhole(const CorpusTable& table, size_t first, size_t step);
 
 // The Loader's configuration from the options: seq_len, batch_size, offset_cache_bytes,
-// read_ahead_bytes, io_depth, io_engine, seed 1.
+// read_ahead_bytes, io_depth, io_engine, direct_io, seed 1.
 LoaderConfig ConfigFor(const Options& o, const std::string& root);
 
 struct Rate {

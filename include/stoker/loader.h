@@ -49,8 +49,9 @@ struct LoaderConfig {
   uint32_t prefetch = 4;                   // finished batches waiting per rank (>= 1)
   uint64_t read_ahead_bytes = 8u << 20;    // and batches being read beyond them: as many as
                                            // this many bytes of int64 tokens hold (>= 1 batch)
-  uint32_t io_depth = 64;                  // reads in flight per rank (1 to kMaxIoDepth)
+  uint32_t io_depth = 128;                 // reads in flight per rank (1 to kMaxIoDepth)
   IoEngine io_engine = IoEngine::kAuto;    // what keeps them in flight (stoker/io_engine.h)
+  DirectIo direct_io = DirectIo::kAuto;    // whether token reads bypass the page cache (same)
   uint64_t offset_cache_bytes = 8u << 20;  // document offsets cached per rank
   uint32_t max_open_files = 128;           // shard files a rank keeps open
   uint64_t max_memory_bytes = 0;           // the most the loader may hold per rank (batches

@@ -1,6 +1,7 @@
 // The command-line options of how a Loader reads (LoaderConfig's prefetch, read_ahead_bytes,
-// io_depth, io_engine), bound once for every program on stoker: `stoker run`, `stoker-train`, a
-// trainer of one's own. docs/loader.md, "Reading from storage", explains how to set them.
+// io_depth, io_engine, direct_io), bound once for every program on stoker: `stoker run`,
+// `stoker-train`, a trainer of one's own. docs/loader.md, "Reading from storage", explains how to
+// set them.
 //
 // Inline and needs CLI11 (header only), as stoker/option_checks.h: include it only where the
 // command line is bound. Call CheckOptionValues after it, as for every option.
@@ -28,8 +29,8 @@ inline void AddReadingOptions(CLI::App* app, LoaderConfig* config) {
       ->transform(CLI::AsSizeValue(false))
       ->default_str("8MiB");
   app->add_option("--io-depth", config->io_depth,
-                  "Reads each rank keeps in flight (1 to 4096): about 32 saturate a local disk, a "
-                  "parallel file system (Lustre, GPFS) wants 64 or more")
+                  "Reads each rank keeps in flight (1 to 4096); the default keeps a local or cloud "
+                  "disk and a parallel file system (Lustre, GPFS, a millisecond a read) busy")
       ->capture_default_str();
   const std::map<std::string, IoEngine> engines = {
       {"auto", IoEngine::kAuto}, {"uring", IoEngine::kUring}, {"threads", IoEngine::kThreads}};
@@ -37,6 +38,14 @@ inline void AddReadingOptions(CLI::App* app, LoaderConfig* config) {
                   "What keeps the reads in flight: uring (io_uring), threads (a pool of reader "
                   "threads), or auto: io_uring where the kernel allows it, else threads")
       ->transform(CLI::CheckedTransformer(engines))
+      ->default_str("auto");
+  const std::map<std::string, DirectIo> direct = {
+      {"auto", DirectIo::kAuto}, {"on", DirectIo::kOn}, {"off", DirectIo::kOff}};
+  app->add_option("--direct-io", config->direct_io,
+                  "Whether token reads bypass the page cache (O_DIRECT): on, off, or auto: on "
+                  "when the corpus is larger than the memory a rank may use, since the cache "
+                  "could not keep it and filling it costs the kernel time on every read")
+      ->transform(CLI::CheckedTransformer(direct))
       ->default_str("auto");
 }
 

@@ -19,33 +19,34 @@ std::vector<double> WeightsOf(const std::vector<PlannerDataset>& datasets) {
 
 RowPlanner::RowPlanner(PlannerConfig config, RankState state, DocLocator locate)
     : config_(std::move(config)),
-      state_(std::move(state)),
+      walk_{.state = std::move(state)},
       locate_(std::move(locate)),
       mixer_(WeightsOf(config_.datasets)),
       extra_(config_.bos ? 2 : 1) {
+  const RankState& s = walk_.state;
   const auto n = static_cast<uint32_t>(config_.datasets.size());
-  STOKER_ASSERT(state_.datasets == n && state_.delivered.size() == n &&
-                    state_.interleave.size() == n,
-                "state of {} datasets for {}", state_.datasets, n);
+  STOKER_ASSERT(s.datasets == n && s.delivered.size() == n && s.interleave.size() == n,
+                "state of {} datasets for {}", s.datasets, n);
   STOKER_ASSERT(config_.row_tokens > 0, "rows of 0 tokens");
   active_.resize(n);
   rank_docs_.resize(n);
   available_.resize(n);
-  least_epoch_.resize(n);
-  at_least_epoch_.resize(n);
+  walk_.least_epoch.resize(n);
+  walk_.at_least_epoch.resize(n);
+  walk_.visits.resize(n);
   for (uint32_t d = 0; d < n; ++d) {
     const std::string& name = config_.datasets[d].name;
     orders_.emplace_back(config_.seed, name, config_.datasets[d].docs, config_.logical_shards);
     interleave_keys_.push_back(DeriveKey(config_.seed, "interleave:" + name,
-                                         (config_.world << 32) | config_.rank, state_.generation));
-    for (uint64_t j = state_.shards.begin; j < state_.shards.end; ++j) {
+                                         (config_.world << 32) | config_.rank, s.generation));
+    for (uint64_t j = s.shards.begin; j < s.shards.end; ++j) {
       const uint64_t size = orders_[d].Slice(j).size();
       if (size == 0) continue;
       active_[d].push_back(j);
       rank_docs_[d] += size;
     }
     available_[d] = !active_[d].empty() && config_.datasets[d].weight > 0;
-    FindLeastEpoch(d);
+    FindLeastEpoch(walk_, d);
   }
 }
 
@@ -53,11 +54,10 @@ void RowPlanner::NextRow(std::vector<Segment>* row) {
   row->clear();
   uint64_t remaining = config_.row_tokens;
   while (remaining > 0) {
-    if (state_.unfinished.empty()) StartNextDocument();
-    const UnfinishedDoc doc = state_.unfinished.front();
+    if (walk_.state.unfinished.empty()) StartNextDocument();
+    const UnfinishedDoc doc = walk_.state.unfinished.front();
     ShardCursor& cursor = Touch(doc.shard, doc.dataset);
-    const uint64_t position = orders_[doc.dataset].Slice(doc.shard).begin + cursor.position;
-    const uint64_t number = orders_[doc.dataset].Epoch(cursor.epoch).At(position);
+    const uint64_t number = DocumentAt(walk_, doc.shard, doc.dataset);
     const DocSpan span = locate_(doc.dataset, number);
     const uint64_t framed = framed_length(span.length);
     STOKER_ASSERT(cursor.offset < framed, "offset {} into a document of {} framed tokens",
@@ -67,18 +67,18 @@ void RowPlanner::NextRow(std::vector<Segment>* row) {
     cursor.offset += take;
     remaining -= take;
     if (cursor.offset == framed) {
-      Advance(doc.shard, doc.dataset);
-      state_.unfinished.erase(state_.unfinished.begin());
+      Advance(walk_, doc.shard, doc.dataset);
+      walk_.state.unfinished.erase(walk_.state.unfinished.begin());
     }
   }
 }
 
 void RowPlanner::StartNextDocument() {
-  const auto dataset = mixer_.Pick(state_.delivered, available_);
+  const auto dataset = mixer_.Pick(walk_.state.delivered, available_);
   STOKER_CHECK(dataset.has_value(), DataError,
                "rank {} of {} has no documents to read: every dataset of positive weight is "
                "empty on its {} logical shards",
-               config_.rank, config_.world, state_.shards.size());
+               config_.rank, config_.world, walk_.state.shards.size());
   StartDocumentOf(*dataset);
 }
 
@@ -101,37 +101,52 @@ void RowPlanner::StartDocumentOf(uint32_t dataset) {
                  "this rank can reach (did the corpus change under the run?)",
                  config_.rank, config_.world, skipped, config_.datasets[dataset].name,
                  skipped / rank_docs_[dataset], docs);
-    const uint64_t shard = NextShard(dataset);
-    const ShardCursor& cursor = state_.cursor(shard, dataset);
-    const uint64_t position = orders_[dataset].Slice(shard).begin + cursor.position;
-    const uint64_t number = orders_[dataset].Epoch(cursor.epoch).At(position);
-    const uint64_t framed = framed_length(locate_(dataset, number).length);
+    const uint64_t shard = NextShard(walk_, dataset);
+    ++walk_.visits[dataset];
+    const uint64_t framed =
+        framed_length(locate_(dataset, DocumentAt(walk_, shard, dataset)).length);
     if (framed == 0) {
-      Advance(shard, dataset);
+      Touch(shard, dataset);
+      Advance(walk_, shard, dataset);
       continue;
     }
-    state_.delivered[dataset] += framed;
-    state_.unfinished.push_back({dataset, shard});
+    walk_.state.delivered[dataset] += framed;
+    walk_.state.unfinished.push_back({dataset, shard});
     return;
   }
 }
 
-void RowPlanner::FindLeastEpoch(uint32_t dataset) {
-  least_epoch_[dataset] = UINT64_MAX;
-  at_least_epoch_[dataset] = 0;
-  for (uint64_t shard : active_[dataset]) {
-    const uint64_t epoch = state_.cursor(shard, dataset).epoch;
-    if (epoch < least_epoch_[dataset]) {
-      least_epoch_[dataset] = epoch;
-      at_least_epoch_[dataset] = 0;
-    }
-    if (epoch == least_epoch_[dataset]) ++at_least_epoch_[dataset];
+RowPlanner::Ahead RowPlanner::LookAhead(uint32_t dataset) {
+  STOKER_ASSERT(available_[dataset], "looking ahead in dataset {}, which is never read", dataset);
+  if (!ahead_started_) {
+    ahead_ = walk_;  // the unfinished documents' cursors still point at them: move them on
+    for (const UnfinishedDoc& doc : walk_.state.unfinished) Advance(ahead_, doc.shard, doc.dataset);
+    ahead_started_ = true;
+  }
+  while (true) {
+    const uint64_t shard = NextShard(ahead_, dataset);
+    const Ahead next{ahead_.visits[dataset]++, DocumentAt(ahead_, shard, dataset)};
+    Advance(ahead_, shard, dataset);
+    if (next.visit >= walk_.visits[dataset]) return next;
   }
 }
 
-uint64_t RowPlanner::NextShard(uint32_t dataset) {
+void RowPlanner::FindLeastEpoch(Walk& walk, uint32_t dataset) const {
+  walk.least_epoch[dataset] = UINT64_MAX;
+  walk.at_least_epoch[dataset] = 0;
+  for (uint64_t shard : active_[dataset]) {
+    const uint64_t epoch = walk.state.cursor(shard, dataset).epoch;
+    if (epoch < walk.least_epoch[dataset]) {
+      walk.least_epoch[dataset] = epoch;
+      walk.at_least_epoch[dataset] = 0;
+    }
+    if (epoch == walk.least_epoch[dataset]) ++walk.at_least_epoch[dataset];
+  }
+}
+
+uint64_t RowPlanner::NextShard(Walk& walk, uint32_t dataset) const {
   const auto& active = active_[dataset];
-  InterleaveCursor& at = state_.interleave[dataset];
+  InterleaveCursor& at = walk.state.interleave[dataset];
   while (true) {
     const uint64_t key = DeriveKey(interleave_keys_[dataset], "cycle", at.cycle);
     const uint64_t shard = active[Permutation(active.size(), key).At(at.index)];
@@ -139,32 +154,41 @@ uint64_t RowPlanner::NextShard(uint32_t dataset) {
       ++at.cycle;
       at.index = 0;
     }
-    if (state_.cursor(shard, dataset).epoch == least_epoch_[dataset]) return shard;
+    if (walk.state.cursor(shard, dataset).epoch == walk.least_epoch[dataset]) return shard;
   }
 }
 
+uint64_t RowPlanner::DocumentAt(const Walk& walk, uint64_t shard, uint32_t dataset) const {
+  const ShardCursor& cursor = walk.state.cursor(shard, dataset);
+  const uint64_t position = orders_[dataset].Slice(shard).begin + cursor.position;
+  return orders_[dataset].Epoch(cursor.epoch).At(position);
+}
+
 ShardCursor& RowPlanner::Touch(uint64_t shard, uint32_t dataset) {
-  touched_.push_back((shard - state_.shards.begin) * state_.datasets + dataset);
-  return state_.cursor(shard, dataset);
+  touched_.push_back((shard - walk_.state.shards.begin) * walk_.state.datasets + dataset);
+  return walk_.state.cursor(shard, dataset);
 }
 
 StateDelta RowPlanner::TakeDelta() {
-  StateDelta delta{.step = state_.step, .delivered = state_.delivered,
-                   .interleave = state_.interleave, .unfinished = state_.unfinished};
+  const RankState& s = walk_.state;
+  StateDelta delta{.step = s.step,
+                   .delivered = s.delivered,
+                   .interleave = s.interleave,
+                   .unfinished = s.unfinished};
   std::sort(touched_.begin(), touched_.end());
   touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
-  for (uint64_t index : touched_) delta.cursors.emplace_back(index, state_.cursors[index]);
+  for (uint64_t index : touched_) delta.cursors.emplace_back(index, s.cursors[index]);
   touched_.clear();
   return delta;
 }
 
-void RowPlanner::Advance(uint64_t shard, uint32_t dataset) {
-  ShardCursor& cursor = Touch(shard, dataset);
+void RowPlanner::Advance(Walk& walk, uint64_t shard, uint32_t dataset) const {
+  ShardCursor& cursor = walk.state.cursor(shard, dataset);
   cursor.offset = 0;
   if (++cursor.position == orders_[dataset].Slice(shard).size()) {
     cursor.position = 0;
-    if (cursor.epoch++ == least_epoch_[dataset] && --at_least_epoch_[dataset] == 0) {
-      FindLeastEpoch(dataset);
+    if (cursor.epoch++ == walk.least_epoch[dataset] && --walk.at_least_epoch[dataset] == 0) {
+      FindLeastEpoch(walk, dataset);
     }
   }
 }

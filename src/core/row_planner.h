@@ -18,7 +18,9 @@
 //
 // Document lengths come from a DocLocator the caller supplies (the loader reads document offsets;
 // tests make them up). The state (RankState) is a value the planner advances; copy it between
-// rows to checkpoint.
+// rows to checkpoint. Within a dataset, the order of documents depends on the state alone (only
+// the mixer's choice of the next dataset needs lengths), so LookAhead tells which documents of a
+// dataset come next before any of them is located: the loader reads their offsets ahead.
 #pragma once
 
 #include <cstdint>
@@ -80,25 +82,55 @@ class RowPlanner {
   void NextRow(std::vector<Segment>* row);
 
   // Counts a batch as delivered: the step goes up by one.
-  void EndBatch() { ++state_.step; }
+  void EndBatch() { ++walk_.state.step; }
   // What changed since the last call (or since construction).
   StateDelta TakeDelta();
 
-  const RankState& state() const { return state_; }
+  // The documents of `dataset` in the order this planner will visit them (start them, or pass
+  // over them when empty): each call returns the one after the document the previous call
+  // returned, or after the last one the planner visited if that is further on. `visit` counts
+  // the dataset's visits from construction on (as visits() does), so the document is needed once
+  // visits(dataset) > visit. Documents left unfinished in the state are not among them. The first
+  // call copies the state (one RankState more in memory). Only for an available() dataset.
+  struct Ahead {
+    uint64_t visit = 0;
+    uint64_t doc = 0;
+  };
+  Ahead LookAhead(uint32_t dataset);
+  // Documents of `dataset` the planner has visited since construction.
+  uint64_t visits(uint32_t dataset) const { return walk_.visits[dataset]; }
+  // Whether the dataset is ever read: positive weight and documents on this rank's shards.
+  bool available(uint32_t dataset) const { return available_[dataset]; }
+
+  const RankState& state() const { return walk_.state; }
   const PlannerConfig& config() const { return config_; }
   uint64_t framed_length(uint64_t length) const { return length == 0 ? 0 : length + extra_; }
 
  private:
-  // Picks the next document and makes it the front of state_.unfinished.
+  // Where every dataset's sequence of documents stands: the state's cursors and, per dataset,
+  // the lowest epoch of its active shards, how many of them are in it, and documents visited.
+  struct Walk {
+    RankState state;
+    std::vector<uint64_t> least_epoch;
+    std::vector<uint64_t> at_least_epoch;
+    std::vector<uint64_t> visits;
+  };
+  // Picks the next document and makes it the front of the state's unfinished documents.
   void StartNextDocument();
   void StartDocumentOf(uint32_t dataset);
-  uint64_t NextShard(uint32_t dataset);
-  void Advance(uint64_t shard, uint32_t dataset);
-  void FindLeastEpoch(uint32_t dataset);
+  // The shard of the dataset's next document, moving the walk's interleaving on.
+  uint64_t NextShard(Walk& walk, uint32_t dataset) const;
+  // The document the cursor of (shard, dataset) points at.
+  uint64_t DocumentAt(const Walk& walk, uint64_t shard, uint32_t dataset) const;
+  // Moves the cursor of (shard, dataset) past its document.
+  void Advance(Walk& walk, uint64_t shard, uint32_t dataset) const;
+  void FindLeastEpoch(Walk& walk, uint32_t dataset) const;
   ShardCursor& Touch(uint64_t shard, uint32_t dataset);
 
   PlannerConfig config_;
-  RankState state_;
+  Walk walk_;   // the rows'
+  Walk ahead_;  // LookAhead's, once ahead_started_
+  bool ahead_started_ = false;
   DocLocator locate_;
   Mixer mixer_;
   uint64_t extra_;                             // 1 (EOS) or 2 (BOS and EOS)
@@ -107,8 +139,6 @@ class RowPlanner {
   std::vector<std::vector<uint64_t>> active_;  // per dataset: owned shards with documents
   std::vector<uint64_t> rank_docs_;            // per dataset: documents in those shards
   std::vector<bool> available_;                // per dataset: positive weight, owned documents
-  std::vector<uint64_t> least_epoch_;         // per dataset: lowest epoch of its active shards
-  std::vector<uint64_t> at_least_epoch_;      // per dataset: active shards in that epoch
   std::vector<uint64_t> touched_;              // cursor indices changed since TakeDelta
 };
 

@@ -7,11 +7,9 @@
 
 namespace stoker {
 
-BatchReader::BatchReader(ShardPool* pool, std::unique_ptr<ReadQueue> queue, int64_t eos_id,
+BatchReader::BatchReader(ShardPool* pool, ReadRouter* router, int64_t eos_id,
                          std::optional<int64_t> bos_id)
-    : pool_(pool), queue_(std::move(queue)), eos_id_(eos_id), bos_id_(bos_id) {}
-
-BatchReader::~BatchReader() { queue_.reset(); }
+    : pool_(pool), router_(router), client_(router->Add(this)), eos_id_(eos_id), bos_id_(bos_id) {}
 
 void BatchReader::Add(const std::vector<std::vector<Segment>>& rows, uint64_t row_tokens,
                       int64_t* out) {
@@ -79,41 +77,37 @@ void BatchReader::QueueRuns(uint64_t batch) {
   }
 }
 
-void BatchReader::Start() {
-  while (!queued_.empty() && queue_->in_flight() < queue_->depth()) {
+void BatchReader::StartReads() {
+  while (!queued_.empty() && router_->has_room()) {
     const size_t slot = queued_.front();
     queued_.pop_front();
     Run& run = runs_[slot];
     ++reads_;
     if (auto request = run.reader->TokenRequest(run.begin, run.count, run.bytes.data())) {
       request->tag = slot;
-      queue_->Submit(*request);
+      router_->Submit(client_, *request);
     } else {
       run.reader->ReadTokensRaw(run.begin, run.count, run.bytes.data());  // through HDF5
-      Finish(slot, {.bytes = run.bytes.size(), .error = 0});
+      Finished(slot, {.bytes = run.bytes.size(), .error = 0});
     }
   }
-  queue_->Flush();
 }
 
 size_t BatchReader::Take(bool wait) {
   while (true) {
-    Start();
-    STOKER_ASSERT(
-        !wait || batches_.empty() || batches_.front().runs_left == 0 || queue_->in_flight() > 0,
-        "batch {} waits for {} reads, none of them in flight",
-        batches_.empty() ? 0 : batches_.front().batch,
-        batches_.empty() ? 0 : batches_.front().runs_left);
-    done_.clear();
-    queue_->Reap(&done_, wait && !batches_.empty() && batches_.front().runs_left > 0);
-    for (const ReadDone& done : done_) Finish(done.tag, done.result);
+    router_->Start();
+    const bool incomplete = !batches_.empty() && batches_.front().runs_left > 0;
+    STOKER_ASSERT(!wait || !incomplete || router_->queue().in_flight() > 0,
+                  "batch {} waits for {} reads, none of them in flight", batches_.front().batch,
+                  batches_.front().runs_left);
+    router_->Reap(wait && incomplete);
     if (const size_t complete = TakeComplete(); complete > 0 || !wait || batches_.empty())
       return complete;
   }
 }
 
 // Widens a finished run into its rows and frees its slot.
-void BatchReader::Finish(size_t slot, const ReadResult& read) {
+void BatchReader::Finished(uint64_t slot, const ReadResult& read) {
   Run& run = runs_[slot];
   run.reader->CheckTokenRead(read, run.begin, run.count);
   const TokenType type = run.reader->shard().token_type;

@@ -3,8 +3,8 @@
 // Add() takes one batch's rows: it writes EOS and BOS in place, gathers every document piece the
 // rows need, sorts them by file and position, merges pieces of one file that lie close together
 // (neighbouring documents, or the two halves of a document cut by a row's end) into one read (a
-// run) and queues the runs. Start() hands queued runs to its ReadQueue (os/read_queue.h) while
-// the queue has room; Take() widens each finished run from the file's own type into its batch's
+// run) and queues the runs. Start() hands queued runs to the ReadRouter (loader/read_router.h)
+// while it has room; Take() widens each finished run from the file's own type into its batch's
 // rows and tells how many of the oldest batches are complete, waiting for reads if asked to.
 // Batches complete in the order they were added, so a caller keeps several batches in flight and
 // takes them in order. A failed or short read throws IoError naming the file, the array, the
@@ -14,7 +14,8 @@
 // the file meanwhile. Arrays not stored directly are read through HDF5 at Start(), at once.
 //
 // Owned by one thread (the loader's reading thread); not thread safe. The rows' memory must stay
-// put until their batch is complete.
+// put until their batch is complete, and the router must be closed before the reader goes while
+// reads are in flight (they fill the reader's buffers).
 #pragma once
 
 #include <cstdint>
@@ -24,31 +25,29 @@
 #include <vector>
 
 #include "core/row_planner.h"
+#include "loader/read_router.h"
 #include "loader/shard_pool.h"
-#include "os/read_queue.h"
 
 namespace stoker {
 
-class BatchReader {
+class BatchReader : private ReadRouter::Client {
  public:
   // Pieces of one file at most this many tokens apart are read together.
   static constexpr uint64_t kMergeGap = 512;
 
-  BatchReader(ShardPool* pool, std::unique_ptr<ReadQueue> queue, int64_t eos_id,
-              std::optional<int64_t> bos_id);
-  ~BatchReader();  // waits for the reads in flight before their buffers go
+  // Adds itself to `router` as a client.
+  BatchReader(ShardPool* pool, ReadRouter* router, int64_t eos_id, std::optional<int64_t> bos_id);
 
   // Queues the reads of one batch: rows.size() rows of `row_tokens` tokens at `out`.
   void Add(const std::vector<std::vector<Segment>>& rows, uint64_t row_tokens, int64_t* out);
-  // Starts queued reads while the queue has room; never waits for storage.
-  void Start();
+  // Starts queued reads while the router has room; never waits for storage.
+  void Start() { router_->Start(); }
   // The number of the oldest batches complete now (they leave the reader), after starting what
   // it can. With `wait`, waits for reads until it is at least 1 (0 only when no batch is added).
   size_t Take(bool wait);
 
   size_t batches() const { return batches_.size(); }  // added, not yet complete
   uint64_t reads() const { return reads_; }
-  const ReadQueue& queue() const { return *queue_; }
 
  private:
   struct Piece {
@@ -67,11 +66,13 @@ class BatchReader {
   };
   void Plan(const Segment& segment, int64_t* row_at);
   void QueueRuns(uint64_t batch);
-  void Finish(size_t slot, const ReadResult& read);
+  void StartReads() override;
+  void Finished(uint64_t slot, const ReadResult& read) override;  // widens the run
   size_t TakeComplete();
 
   ShardPool* pool_;
-  std::unique_ptr<ReadQueue> queue_;
+  ReadRouter* router_;
+  uint32_t client_;
   int64_t eos_id_;
   std::optional<int64_t> bos_id_;
   std::vector<Piece> pieces_;  // of the batch being added
@@ -84,7 +85,6 @@ class BatchReader {
   };
   std::deque<InFlight> batches_;
   uint64_t next_batch_ = 0;
-  std::vector<ReadDone> done_;
   uint64_t reads_ = 0;
 };
 

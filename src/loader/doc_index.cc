@@ -6,10 +6,14 @@
 
 namespace stoker {
 
-DocIndex::DocIndex(const CorpusTable& table, ShardPool* pool, uint64_t cache_bytes)
+DocIndex::DocIndex(const CorpusTable& table, ShardPool* pool, ReadRouter* router,
+                   uint64_t cache_bytes)
     : table_(table),
       pool_(pool),
+      router_(router),
+      client_(router->Add(this)),
       max_blocks_(std::max<uint64_t>(4, cache_bytes / ((kBlock + 1) * sizeof(uint64_t)))) {
+  STOKER_ASSERT(table_.shards.size() < (uint64_t{1} << 28), "{} files", table_.shards.size());
   for (const DatasetInfo& dataset : table_.datasets) {
     auto& first = first_doc_.emplace_back();
     uint64_t docs = 0;
@@ -20,18 +24,41 @@ DocIndex::DocIndex(const CorpusTable& table, ShardPool* pool, uint64_t cache_byt
   }
 }
 
-DocSpan DocIndex::Locate(uint32_t dataset, uint64_t doc) {
-  ++lookups_;
+DocIndex::Place DocIndex::Find(uint32_t dataset, uint64_t doc) const {
   const auto& first = first_doc_[dataset];
   const auto it = std::upper_bound(first.begin(), first.end(), doc);
   STOKER_ASSERT(it != first.begin(), "document {} of dataset {}", doc, dataset);
   const auto file =
       static_cast<uint32_t>(table_.datasets[dataset].first_shard + (it - first.begin() - 1));
   const uint64_t local = doc - *(it - 1);
-  STOKER_ASSERT(local < table_.shards[file].docs, "document {} of dataset {}", doc, dataset);
-  const uint64_t* offsets = Block(file, local / kBlock);
-  const uint64_t begin = offsets[local % kBlock];
-  const uint64_t end = offsets[local % kBlock + 1];
+  STOKER_ASSERT(local < table_.shards[file].docs && local / kBlock < (uint64_t{1} << 32),
+                "document {} of dataset {}", doc, dataset);
+  return {file, local};
+}
+
+DocSpan DocIndex::Locate(uint32_t dataset, uint64_t doc) {
+  ++lookups_;
+  const auto [file, local] = Find(dataset, doc);
+  const uint64_t key = Key(file, local);
+  auto it = blocks_.find(key);
+  if (it != blocks_.end() && it->second.reading) {
+    ++waits_;
+    while (it != blocks_.end() && it->second.reading) {
+      router_->Reap(/*wait=*/true);
+      it = blocks_.find(key);  // blocks finished meanwhile may have dropped this one
+      STOKER_ASSERT(it == blocks_.end() || !it->second.reading ||
+                        router_->queue().in_flight() > 0 || !queued_.empty(),
+                    "offsets of {} at {} are neither queued nor in flight", file, local);
+    }
+  }
+  if (it == blocks_.end()) ++misses_;
+  Block& block = it == blocks_.end() ? Get(file, local, /*queue=*/false) : it->second;
+  if (block.read.error != 0 || block.read.bytes != block.offsets.size() * sizeof(uint64_t)) {
+    pool_->Get(file).CheckOffsetRead(block.read, block.first, block.offsets.size());
+  }
+  if (block.holds == 0) lru_.splice(lru_.begin(), lru_, block.lru);
+  const uint64_t begin = block.offsets[local - block.first];
+  const uint64_t end = block.offsets[local - block.first + 1];
   STOKER_CHECK(begin <= end && end <= table_.shards[file].tokens, DataError,
                "{}/{}: /doc_offsets[{}] = {}, [{}] = {} do not lie within /tokens of {} tokens "
                "(stoker verify checks every offset)",
@@ -40,26 +67,72 @@ DocSpan DocIndex::Locate(uint32_t dataset, uint64_t doc) {
   return {file, begin, end - begin};
 }
 
-const uint64_t* DocIndex::Block(uint32_t file, uint64_t block) {
-  const uint64_t key = (static_cast<uint64_t>(file) << 40) | block;
-  if (auto it = index_.find(key); it != index_.end()) {
-    lru_.splice(lru_.begin(), lru_, it->second);
-    return lru_.front().offsets.data();
+bool DocIndex::Hold(uint32_t dataset, uint64_t doc) {
+  const auto [file, local] = Find(dataset, doc);
+  if (!pool_->locations(file).offsets.direct) return false;
+  Block& block = Get(file, local, /*queue=*/true);
+  if (block.holds++ == 0 && !block.reading) lru_.erase(block.lru);
+  return true;
+}
+
+void DocIndex::Release(uint32_t dataset, uint64_t doc) {
+  const auto [file, local] = Find(dataset, doc);
+  const uint64_t key = Key(file, local);
+  Block& block = blocks_.at(key);
+  STOKER_ASSERT(block.holds > 0, "document {} of dataset {} released but not held", doc, dataset);
+  if (--block.holds == 0 && !block.reading) Unused(key, block);
+}
+
+DocIndex::Block& DocIndex::Get(uint32_t file, uint64_t local, bool queue) {
+  const uint64_t key = Key(file, local);
+  auto [it, added] = blocks_.try_emplace(key);
+  Block& block = it->second;
+  if (!added) return block;
+  block.file = file;
+  block.first = local / kBlock * kBlock;
+  block.offsets.resize(std::min(kBlock + 1, table_.shards[file].docs + 1 - block.first));
+  ++block_reads_;
+  if (queue) {
+    block.reading = true;
+    queued_.push_back(key);
+  } else {
+    pool_->Get(file).ReadOffsets(block.first, block.offsets.size(), block.offsets.data());
+    block.read = {.bytes = block.offsets.size() * sizeof(uint64_t), .error = 0};
+    Unused(key, block);
   }
-  std::vector<uint64_t> offsets;
-  if (lru_.size() >= max_blocks_) {
-    offsets = std::move(lru_.back().offsets);  // reuse the evicted block's memory
-    index_.erase(lru_.back().key);
+  return block;
+}
+
+void DocIndex::StartReads() {
+  while (!queued_.empty() && router_->has_room()) {
+    const uint64_t key = queued_.front();
+    queued_.pop_front();
+    Block& block = blocks_.at(key);
+    block.reader = pool_->Share(block.file);
+    auto request =
+        block.reader->OffsetRequest(block.first, block.offsets.size(), block.offsets.data());
+    STOKER_ASSERT(request.has_value(), "offsets of {} queued, not stored directly", block.file);
+    request->tag = key;
+    router_->Submit(client_, *request);
+  }
+}
+
+void DocIndex::Finished(uint64_t key, const ReadResult& read) {
+  Block& block = blocks_.at(key);
+  block.reading = false;
+  block.read = read;
+  block.reader.reset();
+  if (block.holds == 0) Unused(key, block);
+}
+
+// The block just put first stays, even when what is held fills the cap for a moment.
+void DocIndex::Unused(uint64_t key, Block& block) {
+  lru_.push_front(key);
+  block.lru = lru_.begin();
+  while (blocks_.size() > max_blocks_ && lru_.size() > 1) {
+    blocks_.erase(lru_.back());
     lru_.pop_back();
   }
-  const uint64_t first = block * kBlock;
-  const uint64_t count = std::min(kBlock + 1, table_.shards[file].docs + 1 - first);
-  offsets.resize(count);
-  pool_->Get(file).ReadOffsets(first, count, offsets.data());
-  ++block_reads_;
-  lru_.push_front({key, std::move(offsets)});
-  index_[key] = lru_.begin();
-  return lru_.front().offsets.data();
 }
 
 }  // namespace stoker

@@ -1,6 +1,7 @@
 // The Loader: SetUpLoader (collective), then a reading thread that plans rows, keeps the reads of
-// the batches ahead in flight (BatchReader) and queues finished batches; Next() takes them in
-// order on the trainer's thread.
+// the batches ahead in flight (BatchReader) with those of the offsets of the documents after
+// them (DocIndex), and queues finished batches; Next() takes them in order on the trainer's
+// thread.
 #include "stoker/loader.h"
 
 #include <spdlog/spdlog.h>
@@ -21,6 +22,7 @@
 #include "loader/batch_reader.h"
 #include "loader/doc_index.h"
 #include "loader/loader_setup.h"
+#include "loader/read_router.h"
 
 namespace stoker {
 
@@ -45,6 +47,7 @@ class Loader::Impl {
   enum class Step { kPlan, kRead, kStop };
   void ReadAhead();
   Step NextStep(size_t being_read);
+  void ReadOffsetsAhead();
   Ready PlanBatch();
   void Deliver(std::deque<Ready>* being_read, size_t complete);
   OrderIdentity Identity() const;
@@ -61,11 +64,16 @@ class Loader::Impl {
 
   // The reading thread's own: the planner runs ahead of delivered_.
   ShardPool pool_;
-  DocIndex index_;
+  ReadRouter router_;  // closed before the readers whose buffers its reads fill go
+  DocIndex index_;     // added to the router first: offsets are read before tokens
   BatchReader reader_;
   RowPlanner planner_;
   std::vector<std::vector<Segment>> rows_;
   size_t window_;  // batches read at once (BatchesBeingRead)
+  // Per dataset: documents ahead whose offsets the index holds (oldest first), and the planner's
+  // visits when the last batch was planned.
+  std::vector<std::deque<RowPlanner::Ahead>> held_;
+  std::vector<uint64_t> visits_before_;
 
   std::mutex mutex_;
   std::condition_variable changed_;
@@ -83,22 +91,28 @@ Loader::Impl::Impl(MPI_Comm comm, const LoaderConfig& config)
                                              EncodeCorpusRecord(RecordOf(setup_.table)))
                                        : nullptr),
       delivered_(StartingState()),
-      pool_(setup_.table, setup_.arrays, config_.max_open_files),
-      index_(setup_.table, &pool_, config_.offset_cache_bytes),
-      reader_(&pool_, MakeReadQueue(config_.io_engine, config_.io_depth), setup_.eos_id,
-              setup_.bos_id),
+      pool_(setup_.table, setup_.arrays, config_.max_open_files,
+            ReadsDirect(config_, setup_.table)),
+      router_(MakeReadQueue(config_.io_engine, config_.io_depth)),
+      index_(setup_.table, &pool_, &router_, config_.offset_cache_bytes),
+      reader_(&pool_, &router_, setup_.eos_id, setup_.bos_id),
       planner_(setup_.planner, delivered_,
                [this](uint32_t dataset, uint64_t doc) { return index_.Locate(dataset, doc); }),
       rows_(config_.batch_size),
       window_(BatchesBeingRead(config_)),
+      held_(setup_.table.datasets.size()),
+      visits_before_(setup_.table.datasets.size()),
       thread_([this] { ReadAhead(); }) {
-  const ReadQueue& queue = reader_.queue();
+  const ReadQueue& queue = router_.queue();
   if (!queue.fallback_reason().empty() && comm_.rank() == 0) {
     spdlog::info("reading with {} threads at most: io_uring is not available ({})", queue.depth(),
                  queue.fallback_reason());
   }
-  spdlog::debug("rank {}: reading with {}, {} reads in flight, {} batches at once", comm_.rank(),
-                IoEngineName(queue.engine()), queue.depth(), window_);
+  spdlog::debug("rank {}: reading with {}, {} reads in flight, {} batches at once, {}",
+                comm_.rank(), IoEngineName(queue.engine()), queue.depth(), window_,
+                ReadsDirect(config_, setup_.table)
+                    ? "tokens the page cache lacks read with O_DIRECT"
+                    : "every read through the page cache");
 }
 
 OrderIdentity Loader::Impl::Identity() const {
@@ -149,6 +163,12 @@ Loader::Impl::~Impl() {
   }
   changed_.notify_all();
   thread_.join();
+  router_.Close();
+  spdlog::debug(
+      "rank {}: {} document lookups, {} offset blocks read ({} on the spot, {} lookups "
+      "waited for a block being read), {} token reads",
+      comm_.rank(), index_.lookups(), index_.block_reads(), index_.misses(), index_.waits(),
+      reader_.reads());
 }
 
 // Plans batches while the window has room, keeping their reads in flight; hands each batch to the
@@ -160,7 +180,10 @@ void Loader::Impl::ReadAhead() {
     while (true) {
       const Step step = NextStep(being_read.size());
       if (step == Step::kStop) return;
-      if (step == Step::kPlan) being_read.push_back(PlanBatch());
+      if (step == Step::kPlan) {
+        ReadOffsetsAhead();
+        being_read.push_back(PlanBatch());
+      }
       Deliver(&being_read, reader_.Take(/*wait=*/step == Step::kRead));
     }
   } catch (...) {
@@ -192,6 +215,31 @@ void Loader::Impl::Deliver(std::deque<Ready>* being_read, size_t complete) {
     }
   }
   changed_.notify_all();
+}
+
+// Keeps the offsets of each dataset's next documents held (RowPlanner::LookAhead): twice as many
+// as the last batch visited and 8 more, so that the offsets of the batch after the next are read
+// while the tokens of the batches before it are; within the index's max_held(), shared evenly.
+void Loader::Impl::ReadOffsetsAhead() {
+  const auto datasets = static_cast<uint32_t>(held_.size());
+  uint64_t available = 0;
+  for (uint32_t d = 0; d < datasets; ++d) available += planner_.available(d) ? 1 : 0;
+  const uint64_t most = std::max<uint64_t>(1, index_.max_held() / std::max<uint64_t>(available, 1));
+  for (uint32_t d = 0; d < datasets; ++d) {
+    if (!planner_.available(d)) continue;
+    auto& held = held_[d];
+    const uint64_t visits = planner_.visits(d);
+    while (!held.empty() && held.front().visit < visits) {
+      index_.Release(d, held.front().doc);
+      held.pop_front();
+    }
+    const uint64_t wanted = std::min(2 * (visits - visits_before_[d]) + 8, most);
+    visits_before_[d] = visits;
+    for (uint64_t looked = 0; held.size() < wanted && looked < wanted; ++looked) {
+      const RowPlanner::Ahead next = planner_.LookAhead(d);
+      if (index_.Hold(d, next.doc)) held.push_back(next);
+    }
+  }
 }
 
 Loader::Impl::Ready Loader::Impl::PlanBatch() {

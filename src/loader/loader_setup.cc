@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "os/read_queue.h"
 #include "shard/discovery.h"
 #include "stoker/memory.h"
 
@@ -66,6 +67,15 @@ double BatchBytes(const LoaderConfig& c) {
   return static_cast<double>(c.batch_size) * (static_cast<double>(c.seq_len) + 1) * sizeof(int64_t);
 }
 
+// The aligned copies of O_DIRECT reads (os/read_queue.h), where they may be made (direct_io on,
+// or auto before the corpus says): kDirectKeep kept per read in flight, and the reads in flight,
+// at most the batches being read.
+double DirectCopyBytes(const LoaderConfig& c) {
+  if (c.direct_io == DirectIo::kOff) return 0;
+  return static_cast<double>(c.io_depth) * kDirectKeep +
+         static_cast<double>(BatchesBeingRead(c)) * BatchBytes(c);
+}
+
 // What a rank's loader holds besides the corpus table and its state: the batches of int64 tokens
 // (prefetch of them finished, the ones being read, one the trainer holds), the reads' own buffers
 // of the file's tokens (at most as large as the batches being read) and the offset cache. In
@@ -73,7 +83,7 @@ double BatchBytes(const LoaderConfig& c) {
 double BufferBytes(const LoaderConfig& c) {
   const double being_read = static_cast<double>(BatchesBeingRead(c));
   return (static_cast<double>(c.prefetch) + 1 + 2 * being_read) * BatchBytes(c) +
-         static_cast<double>(c.offset_cache_bytes);
+         static_cast<double>(c.offset_cache_bytes) + DirectCopyBytes(c);
 }
 
 // The most the loader may hold per rank, and where that figure comes from.
@@ -87,18 +97,22 @@ std::string BufferBreakdown(const LoaderConfig& c) {
   return fmt::format(
       "{} batches of --batch-size {} x (--seq-len {} + 1) int64 tokens (--prefetch {} finished, "
       "1 with the trainer, {} being read for --read-ahead {} and as many again for their reads' "
-      "buffers) and an offset cache of {}",
+      "buffers), an offset cache of {}{}",
       static_cast<uint64_t>(c.prefetch) + 1 + 2 * being_read, c.batch_size, c.seq_len, c.prefetch,
       being_read, FormatBytes(static_cast<double>(c.read_ahead_bytes)),
-      FormatBytes(static_cast<double>(c.offset_cache_bytes)));
+      FormatBytes(static_cast<double>(c.offset_cache_bytes)),
+      c.direct_io == DirectIo::kOff
+          ? ""
+          : fmt::format(" and {} for the aligned copies of --direct-io {}",
+                        FormatBytes(DirectCopyBytes(c)), DirectIoName(c.direct_io)));
 }
 
-// A rank's state: a cursor per owned logical shard and dataset, held three times (the planner's,
-// the state after the last batch delivered, a snapshot being saved), and the planner's list of
-// the shards with documents.
+// A rank's state: a cursor per owned logical shard and dataset, held four times (the planner's,
+// its look-ahead's, the state after the last batch delivered, a snapshot being saved), and the
+// planner's list of the shards with documents.
 double StateBytes(uint64_t logical_shards, uint64_t world, uint64_t datasets) {
   const double owned = std::ceil(static_cast<double>(logical_shards) / static_cast<double>(world));
-  return owned * static_cast<double>(datasets) * (3 * sizeof(ShardCursor) + sizeof(uint64_t));
+  return owned * static_cast<double>(datasets) * (4 * sizeof(ShardCursor) + sizeof(uint64_t));
 }
 
 // Buffers and state against the budget of a rank among `ranks_on_node`: Problems() checked the
@@ -261,6 +275,13 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, const LoaderConfig& config) {
   }
   CheckEveryRankHasDocuments(setup, p.world);
   return setup;
+}
+
+bool ReadsDirect(const LoaderConfig& config, const CorpusTable& table) {
+  if (config.direct_io != DirectIo::kAuto) return config.direct_io == DirectIo::kOn;
+  uint64_t bytes = 0;
+  for (const ShardInfo& shard : table.shards) bytes += shard.file_bytes;
+  return bytes > UsableMemoryBytes();
 }
 
 }  // namespace stoker

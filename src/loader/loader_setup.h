@@ -31,6 +31,11 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, const LoaderConfig& config);
 // least, so more could not have more reads in flight).
 uint64_t BatchesBeingRead(const LoaderConfig& config);
 
+// Whether token reads bypass the page cache (LoaderConfig::direct_io): kAuto when the corpus's
+// files hold more bytes than this process may use (stoker/memory.h), so that the page cache could
+// not keep them.
+bool ReadsDirect(const LoaderConfig& config, const CorpusTable& table);
+
 // The weights `config` asks for over `table`'s datasets, normalized; throws ConfigError
 // (collective: same table, same answer everywhere) naming unknown datasets or impossible weights.
 std::vector<double> ResolveWeights(const LoaderConfig& config, const CorpusTable& table);

@@ -15,8 +15,11 @@ constexpr char kMustNotChange[] =
 }  // namespace
 
 ShardPool::ShardPool(const CorpusTable& table, const std::vector<ArrayLocations>& arrays,
-                     uint32_t max_open)
-    : table_(table), arrays_(arrays), max_open_(std::max<uint32_t>(1, max_open)) {}
+                     uint32_t max_open, bool direct_reads)
+    : table_(table),
+      arrays_(arrays),
+      max_open_(std::max<uint32_t>(1, max_open)),
+      direct_reads_(direct_reads) {}
 
 ShardReader& ShardPool::Get(uint32_t file) { return *Share(file); }
 
@@ -33,6 +36,7 @@ std::shared_ptr<ShardReader> ShardPool::Share(uint32_t file) {
       shard.dataset < table_.datasets.size() ? table_.datasets[shard.dataset].name : "");
   CheckUnchanged(*reader, file);
   reader->AdviseRandomReads();
+  if (direct_reads_) reader->OpenDirect();
   if (lru_.size() >= max_open_) {
     index_.erase(lru_.back().first);
     lru_.pop_back();

@@ -37,12 +37,17 @@ class ShardPool {
  public:
   // `table` and `arrays` (where discovery found each shard's arrays, in table order) must
   // outlive the pool.
-  ShardPool(const CorpusTable& table, const std::vector<ArrayLocations>& arrays, uint32_t max_open);
+  // With `direct_reads`, every file is also opened for O_DIRECT token reads
+  // (ShardReader::OpenDirect).
+  ShardPool(const CorpusTable& table, const std::vector<ArrayLocations>& arrays, uint32_t max_open,
+            bool direct_reads = false);
 
   // The open reader of table row `file`, opening (and checking) it if needed. Throws IoError
   // (cannot open or stat) or DataError (changed since discovery), naming the file.
   ShardReader& Get(uint32_t file);
   std::shared_ptr<ShardReader> Share(uint32_t file);
+  // Where discovery found table row `file`'s arrays (no open).
+  const ArrayLocations& locations(uint32_t file) const { return arrays_.at(file); }
   uint64_t opens() const { return opens_; }
 
  private:
@@ -51,6 +56,7 @@ class ShardPool {
   const CorpusTable& table_;
   const std::vector<ArrayLocations>& arrays_;
   uint32_t max_open_;
+  bool direct_reads_;
   std::list<std::pair<uint32_t, std::shared_ptr<ShardReader>>> lru_;  // most recent first
   std::unordered_map<uint32_t, decltype(lru_)::iterator> index_;
   std::unordered_map<uint32_t, ShardReader::Stamp> first_seen_;  // at each file's first open

@@ -144,4 +144,14 @@ std::string ReadFile(const std::string& path) {
   return bytes;
 }
 
+uint32_t DirectAlignment(int fd) {
+  struct statx st {};
+  if (::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &st) != 0 || !(st.stx_mask & STATX_DIOALIGN)) {
+    const int flags = ::fcntl(fd, F_GETFL);
+    return flags >= 0 && (flags & O_DIRECT) != 0 ? 4096 : 0;
+  }
+  const uint32_t align = std::max(st.stx_dio_offset_align, st.stx_dio_mem_align);
+  return align > 0 && align <= 4096 && (align & (align - 1)) == 0 ? align : 0;
+}
+
 }  // namespace stoker

@@ -27,6 +27,12 @@ struct ReadResult {
 // for the seam's rules.
 ReadResult ReadAt(int fd, uint64_t offset, uint64_t bytes, void* out, const std::string& path);
 
+// The alignment of file offsets and lengths O_DIRECT reads of `fd` need (statx STATX_DIOALIGN;
+// 512 on most disks), or 0 when the file cannot be read so (or the kernel, before Linux 6.1,
+// does not say: then 4096, which every disk stoker meets accepts, if `fd` was opened O_DIRECT).
+// Only powers of two up to 4096 are taken; a larger one is reported as 0.
+uint32_t DirectAlignment(int fd);
+
 // Writes all of `bytes` to the open file `fd`, retrying interrupted and short writes. Throws
 // IoError naming `path` and the failing call.
 void WriteAll(int fd, std::string_view bytes, const std::string& path);

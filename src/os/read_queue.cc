@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -39,28 +40,30 @@ IoEngine ParseIoEngine(std::string_view text) {
   throw ConfigError(fmt::format("unknown I/O engine '{}': expected auto, uring or threads", text));
 }
 
+std::string_view DirectIoName(DirectIo mode) {
+  switch (mode) {
+    case DirectIo::kAuto:
+      return "auto";
+    case DirectIo::kOn:
+      return "on";
+    case DirectIo::kOff:
+      return "off";
+  }
+  return "?";
+}
+
+DirectIo ParseDirectIo(std::string_view text) {
+  for (DirectIo mode : {DirectIo::kAuto, DirectIo::kOn, DirectIo::kOff}) {
+    if (text == DirectIoName(mode)) return mode;
+  }
+  throw ConfigError(fmt::format("unknown --direct-io '{}': expected auto, on or off", text));
+}
+
 namespace {
 
 // The seam's one look at a read (as a pread of its whole range): true, errno set, to fail it.
 bool Faulted(const ReadRequest& r) {
   return internal::Faulted(IoCall::kPread, *r.path, r.offset, r.bytes);
-}
-
-// What is left of `r` after `result->bytes`, read with blocking preads (ReadAt without the seam,
-// which the read consulted once already).
-void FinishRead(const ReadRequest& r, ReadResult* result) {
-  auto* out = static_cast<char*>(r.out);
-  while (result->bytes < r.bytes) {
-    const ssize_t n = ::pread(r.fd, out + result->bytes, r.bytes - result->bytes,
-                              static_cast<off_t>(r.offset + result->bytes));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      result->error = errno;
-      return;
-    }
-    if (n == 0) return;  // the file ends here
-    result->bytes += static_cast<uint64_t>(n);
-  }
 }
 
 // Reads what the page cache holds of `r`, never blocking on storage. True when the read is done
@@ -81,6 +84,89 @@ bool ReadWithoutWaiting(const ReadRequest& r, ReadResult* result, bool* supporte
     result->bytes += static_cast<uint64_t>(n);
   }
   return true;
+}
+
+// A read's aligned copy for O_DIRECT (ReadRequest::direct_fd): the aligned stretch of the file
+// that covers the rest of a read, read into memory of its own and copied into the read's buffer.
+class DirectPart {
+ public:
+  // The stretch for what is left of `r` after `result`; returns its length, or 0 when no memory
+  // could be had for it (the read then goes through the page cache instead).
+  uint64_t Aim(const ReadRequest& r, const ReadResult& result) {
+    const uint64_t align = r.direct_align;
+    begin_ = (r.offset + result.bytes) / align * align;
+    const uint64_t end = (r.offset + r.bytes + align - 1) / align * align;
+    length_ = std::min<uint64_t>(end - begin_, kMaxPart);
+    if (length_ > capacity_) {
+      capacity_ = (length_ + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
+      buffer_.reset(static_cast<char*>(std::aligned_alloc(kDirectAlign, capacity_)));
+      if (buffer_ == nullptr) capacity_ = 0;
+    }
+    return length_ <= capacity_ ? length_ : 0;
+  }
+  char* buffer() const { return buffer_.get(); }
+  uint64_t begin() const { return begin_; }
+  uint64_t length() const { return length_; }
+  // Copies what of the `got` bytes read of the stretch `r` wants into its buffer; returns how
+  // many (0: the file ends before them).
+  uint64_t Take(const ReadRequest& r, uint64_t got, ReadResult* result) const {
+    const uint64_t lead = r.offset + result->bytes - begin_;
+    if (got <= lead) return 0;
+    const uint64_t n = std::min(got - lead, r.bytes - result->bytes);
+    std::memcpy(static_cast<char*>(r.out) + result->bytes, buffer_.get() + lead, n);
+    result->bytes += n;
+    return n;
+  }
+  // Lets go of a large buffer (kept ones stay small).
+  void Trim() {
+    if (capacity_ > kKeep) {
+      buffer_.reset();
+      capacity_ = 0;
+    }
+  }
+
+ private:
+  static constexpr uint64_t kMaxPart = uint64_t{1} << 30;
+  static constexpr uint64_t kKeep = kDirectKeep;
+  struct Free {
+    void operator()(char* p) const { std::free(p); }
+  };
+  std::unique_ptr<char, Free> buffer_;
+  uint64_t capacity_ = 0;
+  uint64_t begin_ = 0;
+  uint64_t length_ = 0;
+};
+
+// What is left of `r` after `result->bytes`, read with blocking preads (ReadAt without the seam,
+// which the read consulted once already): through `r.direct_fd` in aligned stretches when it has
+// one (where the file system refuses them, EINVAL, through `r.fd`), else through `r.fd`.
+void FinishRead(const ReadRequest& r, ReadResult* result, DirectPart* direct) {
+  bool buffered = r.direct_fd < 0;
+  while (result->bytes < r.bytes) {
+    const uint64_t aimed = buffered ? 0 : direct->Aim(r, *result);
+    buffered = aimed == 0;
+    const uint64_t want = buffered ? r.bytes - result->bytes : aimed;
+    const ssize_t n = buffered ? ::pread(r.fd, static_cast<char*>(r.out) + result->bytes, want,
+                                         static_cast<off_t>(r.offset + result->bytes))
+                               : ::pread(r.direct_fd, direct->buffer(), want,
+                                         static_cast<off_t>(direct->begin()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EINVAL && !buffered) {
+      buffered = true;
+      continue;
+    }
+    if (n < 0) {
+      result->error = errno;
+      break;
+    }
+    if (n == 0) break;  // the file ends here
+    if (buffered) {
+      result->bytes += static_cast<uint64_t>(n);
+    } else if (direct->Take(r, static_cast<uint64_t>(n), result) == 0) {
+      break;  // the file ends before the bytes wanted
+    }
+  }
+  direct->Trim();
 }
 
 // A pool of reader threads, started as reads need them, up to the depth.
@@ -105,7 +191,7 @@ class ThreadReadQueue final : public ReadQueue {
       ready_.push_back(done);
       return;
     }
-    if (nowait_ && ReadWithoutWaiting(r, &done.result, &nowait_)) {
+    if (r.direct_fd < 0 && nowait_ && ReadWithoutWaiting(r, &done.result, &nowait_)) {
       ready_.push_back(done);
       return;
     }
@@ -138,6 +224,7 @@ class ThreadReadQueue final : public ReadQueue {
   };
 
   void Work() {
+    DirectPart direct;
     std::unique_lock lock(mutex_);
     while (true) {
       ++idle_;
@@ -147,7 +234,7 @@ class ThreadReadQueue final : public ReadQueue {
       Pending p = pending_.front();
       pending_.pop_front();
       lock.unlock();
-      FinishRead(p.request, &p.done.result);
+      FinishRead(p.request, &p.done.result, &direct);
       lock.lock();
       finished_.push_back(p.done);
       reaped_.notify_one();
@@ -208,7 +295,10 @@ class UringReadQueue final : public ReadQueue {
     }
     const uint32_t slot = free_.back();
     free_.pop_back();
-    slots_[slot] = {r, {}};
+    Slot& s = slots_[slot];
+    s.request = r;
+    s.result = {};
+    s.direct = r.direct_fd >= 0;
     Queue(slot);
   }
 
@@ -242,6 +332,8 @@ class UringReadQueue final : public ReadQueue {
   struct Slot {
     ReadRequest request;
     ReadResult result;
+    bool direct = false;  // the rest through request.direct_fd, in aligned stretches
+    DirectPart part;
   };
 
   explicit UringReadQueue(uint32_t depth) : ReadQueue(IoEngine::kUring, depth), slots_(depth) {
@@ -249,12 +341,19 @@ class UringReadQueue final : public ReadQueue {
   }
 
   void Queue(uint32_t slot) {
-    const Slot& s = slots_[slot];
+    Slot& s = slots_[slot];
+    const uint64_t length = s.direct ? s.part.Aim(s.request, s.result) : 0;
+    s.direct = length > 0;
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
     STOKER_ASSERT(sqe != nullptr, "no submission entry with {} reads in flight", in_flight_);
-    const uint64_t left = std::min<uint64_t>(s.request.bytes - s.result.bytes, 1u << 30);
-    io_uring_prep_read(sqe, s.request.fd, static_cast<char*>(s.request.out) + s.result.bytes,
-                       static_cast<unsigned>(left), s.request.offset + s.result.bytes);
+    if (s.direct) {
+      io_uring_prep_read(sqe, s.request.direct_fd, s.part.buffer(), static_cast<unsigned>(length),
+                         s.part.begin());
+    } else {
+      const uint64_t left = std::min<uint64_t>(s.request.bytes - s.result.bytes, 1u << 30);
+      io_uring_prep_read(sqe, s.request.fd, static_cast<char*>(s.request.out) + s.result.bytes,
+                         static_cast<unsigned>(left), s.request.offset + s.result.bytes);
+    }
     io_uring_sqe_set_data64(sqe, slot);
     ++queued_;
   }
@@ -268,6 +367,7 @@ class UringReadQueue final : public ReadQueue {
       const int res = cqe->res;
       io_uring_cqe_seen(&ring_, cqe);
       if (Completed(slot, res)) {
+        slots_[slot].part.Trim();
         done->push_back({slots_[slot].request.tag, slots_[slot].result});
         free_.push_back(slot);
         --in_flight_;
@@ -281,7 +381,8 @@ class UringReadQueue final : public ReadQueue {
   // Applies one completion to its slot: true when the read is over.
   bool Completed(uint32_t slot, int res) {
     Slot& s = slots_[slot];
-    if (res == -EINTR || res == -EAGAIN) {
+    if (res == -EINTR || res == -EAGAIN || (res == -EINVAL && s.direct)) {
+      s.direct = s.direct && res != -EINVAL;  // a file system that refuses O_DIRECT reads
       Queue(slot);
       return false;
     }
@@ -289,8 +390,10 @@ class UringReadQueue final : public ReadQueue {
       s.result.error = -res;
       return true;
     }
-    s.result.bytes += static_cast<uint64_t>(res);
-    if (res == 0 || s.result.bytes == s.request.bytes) return true;
+    const uint64_t got = s.direct ? s.part.Take(s.request, static_cast<uint64_t>(res), &s.result)
+                                  : static_cast<uint64_t>(res);
+    if (!s.direct) s.result.bytes += got;
+    if (got == 0 || s.result.bytes == s.request.bytes) return true;
     Queue(slot);
     return false;
   }

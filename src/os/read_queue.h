@@ -32,8 +32,22 @@
 
 namespace stoker {
 
+// Reads through O_DIRECT (ReadRequest::direct_fd) cover whole aligned stretches of the file, read
+// into memory of the queue's own (aligned to kDirectAlign, which covers every alignment
+// DirectAlignment gives): kept between reads up to kDirectKeep bytes per read in flight.
+inline constexpr uint64_t kDirectAlign = 4096;
+inline constexpr uint64_t kDirectKeep = 64 << 10;
+
 struct ReadRequest {
   int fd = -1;
+  // The same file opened with O_DIRECT, or -1. With one, the read goes to storage through it,
+  // bypassing the page cache: the stretch around it aligned to `direct_align` (a power of two
+  // up to kDirectAlign: os/files.h, DirectAlignment), into memory of the queue's own
+  // (kDirectKeep), then copied. A file system refusing O_DIRECT reads
+  // (EINVAL) gets them through `fd`. (No look into the page cache first: a read with RWF_NOWAIT
+  // that misses starts the kernel's own read of those pages, which would read them twice.)
+  int direct_fd = -1;
+  uint32_t direct_align = kDirectAlign;
   uint64_t offset = 0;  // byte offset in the file
   uint64_t bytes = 0;
   void* out = nullptr;                // bytes of room, untouched until the read is reaped

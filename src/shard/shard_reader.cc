@@ -30,6 +30,14 @@ void CheckTokenRange(const std::string& path, const ShardInfo& shard, uint64_t s
                start, shard.tokens);
 }
 
+void CheckOffsetRange(const std::string& path, const ShardInfo& shard, uint64_t start,
+                      uint64_t count) {
+  const uint64_t entries = shard.docs + 1;
+  STOKER_CHECK(count <= entries && start <= entries - count, DataError,
+               "{}: reading {} entries from /doc_offsets[{}] goes beyond its {} entries", path,
+               count, start, entries);
+}
+
 }  // namespace
 
 ShardReader::ShardReader(const std::string& root, const ShardInfo& shard,
@@ -59,18 +67,25 @@ ShardReader::Stamp ShardReader::Stat() const {
 
 void ShardReader::AdviseRandomReads() const { (void)::posix_fadvise(fd_, 0, 0, POSIX_FADV_RANDOM); }
 
+void ShardReader::OpenDirect() {
+  if (direct_fd_ >= 0 || !arrays_.tokens.direct) return;
+  direct_fd_ = posix::Open(path_, O_RDONLY | O_CLOEXEC | O_DIRECT);
+  if (direct_fd_ < 0) return;
+  direct_align_ = DirectAlignment(direct_fd_);
+  if (direct_align_ == 0) {  // opened, but the file system cannot read it so
+    ::close(direct_fd_);
+    direct_fd_ = -1;
+  }
+}
+
 ShardReader::~ShardReader() {
   if (fd_ >= 0) ::close(fd_);
+  if (direct_fd_ >= 0) ::close(direct_fd_);
 }
 
 const h5::File& ShardReader::Hdf5File() {
   if (!file_) file_.emplace(h5::File::OpenReadOnly(path_));
   return *file_;
-}
-
-void ShardReader::Pread(uint64_t byte_offset, uint64_t bytes, void* out, const char* what,
-                        uint64_t index) {
-  CheckRead(ReadAt(fd_, byte_offset, bytes, out, path_), byte_offset, bytes, what, index);
 }
 
 void ShardReader::CheckRead(const ReadResult& read, uint64_t byte_offset, uint64_t bytes,
@@ -99,6 +114,8 @@ std::optional<ReadRequest> ShardReader::TokenRequest(uint64_t start, uint64_t co
   if (!arrays_.tokens.direct) return std::nullopt;
   const uint64_t width = TokenTypeSize(shard_.token_type);
   return ReadRequest{.fd = fd_,
+                     .direct_fd = direct_fd_,
+                     .direct_align = direct_align_,
                      .offset = arrays_.tokens.byte_offset + start * width,
                      .bytes = count * width,
                      .out = out,
@@ -125,15 +142,26 @@ void ShardReader::ReadTokens(uint64_t start, uint64_t count, int64_t* out,
 
 void ShardReader::ReadOffsets(uint64_t start, uint64_t count, uint64_t* out) {
   if (count == 0) return;
-  const uint64_t entries = shard_.docs + 1;
-  STOKER_CHECK(count <= entries && start <= entries - count, DataError,
-               "{}: reading {} entries from /doc_offsets[{}] goes beyond its {} entries", path_,
-               count, start, entries);
-  if (arrays_.offsets.direct) {
-    Pread(arrays_.offsets.byte_offset + start * 8, count * 8, out, "/doc_offsets", start);
+  if (const auto request = OffsetRequest(start, count, out)) {
+    CheckOffsetRead(ReadAt(fd_, request->offset, request->bytes, out, path_), start, count);
     return;
   }
   Hdf5File().ReadRaw("/doc_offsets", start, count, out);
+}
+
+std::optional<ReadRequest> ShardReader::OffsetRequest(uint64_t start, uint64_t count,
+                                                      uint64_t* out) const {
+  CheckOffsetRange(path_, shard_, start, count);
+  if (!arrays_.offsets.direct) return std::nullopt;
+  return ReadRequest{.fd = fd_,
+                     .offset = arrays_.offsets.byte_offset + start * 8,
+                     .bytes = count * 8,
+                     .out = out,
+                     .path = &path_};
+}
+
+void ShardReader::CheckOffsetRead(const ReadResult& read, uint64_t start, uint64_t count) const {
+  CheckRead(read, arrays_.offsets.byte_offset + start * 8, count * 8, "/doc_offsets", start);
 }
 
 }  // namespace stoker

@@ -58,6 +58,9 @@ class ShardReader {
   // returned: a failed or short read names the file, the array, the index and the byte offset.
   std::optional<ReadRequest> TokenRequest(uint64_t start, uint64_t count, void* out) const;
   void CheckTokenRead(const ReadResult& read, uint64_t start, uint64_t count) const;
+  // The same for /doc_offsets entries [start, start + count).
+  std::optional<ReadRequest> OffsetRequest(uint64_t start, uint64_t count, uint64_t* out) const;
+  void CheckOffsetRead(const ReadResult& read, uint64_t start, uint64_t count) const;
 
   // What fstat says of the open file now: IoError when it fails.
   struct Stamp {
@@ -73,6 +76,10 @@ class ShardReader {
   // no read-ahead around each read, which on a corpus read in a shuffled order only fetches
   // bytes nobody asked for. A hint: nothing happens where the system ignores it.
   void AdviseRandomReads() const;
+  // Opens the file a second time with O_DIRECT, for TokenRequest's reads
+  // (ReadRequest::direct_fd, aligned as the file system asks). Where the file system has no
+  // O_DIRECT (tmpfs) or the open fails, reads stay buffered.
+  void OpenDirect();
 
   const ShardInfo& shard() const { return shard_; }
   const ArrayLocations& arrays() const { return arrays_; }
@@ -81,7 +88,6 @@ class ShardReader {
   const std::string& where() const { return where_; }
 
  private:
-  void Pread(uint64_t byte_offset, uint64_t bytes, void* out, const char* what, uint64_t index);
   void CheckRead(const ReadResult& read, uint64_t byte_offset, uint64_t bytes, const char* what,
                  uint64_t index) const;
   const h5::File& Hdf5File();
@@ -91,6 +97,8 @@ class ShardReader {
   std::string path_;
   std::string where_;
   int fd_ = -1;
+  int direct_fd_ = -1;
+  uint32_t direct_align_ = 0;  // of direct_fd_ (os/files.h, DirectAlignment)
   std::optional<h5::File> file_;
 };
 

@@ -200,5 +200,6 @@ echo "ok: --bos on a trace recorded without BOS: $(grep -m1 "fall one framed" "$
 for word in --data --bos --json "n + 2" "Exit code 0"; do
   grep -q -- "$word" "$work/help.txt" || fail "stoker audit --help does not explain $word"
 done
-"$STOKER" run --help | grep -q -- "--trace" || fail "stoker run --help has no --trace"
+"$STOKER" run --help > "$work/run-help.txt"  # not piped: grep -q would stop the writer early
+grep -q -- "--trace" "$work/run-help.txt" || fail "stoker run --help has no --trace"
 echo "ok: all in $((SECONDS - start)) s"

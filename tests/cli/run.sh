@@ -100,11 +100,12 @@ expect_error "all weights 0" 2 "every dataset has weight 0" --data "$corpus" --w
 expect_error "more ranks than logical shards" 4 "4 ranks but only 2 logical shards" \
   --data "$corpus" --logical-shards 2
 expect_error "missing --data" 2 "--data is required" --steps 1
+expect_error "--direct-io yes" 2 "--direct-io: Check yes value in {" --data "$corpus" --direct-io yes
 
 # --- --help explains every option of the issue. ---
 "$STOKER" run --help > "$work/help.txt" 2>&1 || fail "stoker run --help failed"
 for option in --data --weights --seq-len --batch-size --steps --seed --logical-shards --eos-id \
-              --bos-id --prefetch --read-ahead --io-depth --io-engine --dump --config; do
+              --bos-id --prefetch --read-ahead --io-depth --io-engine --direct-io --dump --config; do
   grep -q -- "$option" "$work/help.txt" || fail "run --help does not mention $option"
 done
 echo "ok: --help mentions every option"

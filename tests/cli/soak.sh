@@ -47,7 +47,7 @@ common=(--data "$corpus" --seq-len "$seq" --batch-size "$batch" --logical-shards
 
 # steps.py DIR: "NEWEST_COMPLETE WORLD" of the checkpoint folder (-1 0 when none); with
 # --incomplete, the incomplete step folders above it with their files, one "STEP:file,file" per
-# line (for comparing before and after a kill).
+# line (for comparing before and after a kill). Reads the folder while a run may write into it.
 cat > "$work/steps.py" <<'EOF'
 import os, re, sys
 root = sys.argv[1]
@@ -56,8 +56,10 @@ for name in sorted(os.listdir(root) if os.path.isdir(root) else []):
     m = re.fullmatch(r"step-(\d+)", name)
     if not m:
         continue
-    loader = os.path.join(root, name, "loader")
-    files = sorted(os.listdir(loader)) if os.path.isdir(loader) else []
+    try:  # the run being watched may set the folder aside meanwhile
+        files = sorted(os.listdir(os.path.join(root, name, "loader")))
+    except FileNotFoundError:
+        files = []
     named = [f for f in files if re.fullmatch(r"rank-\d{5}-of-\d{5}\.ckpt", f)]
     worlds = {int(f.split("-of-")[1][:5]) for f in named}
     ranks = {f for f in files if f.endswith(".ckpt")}

@@ -3,9 +3,10 @@
 //     WaitForSave() throws an IoError naming its file and the call, the other ranks save; step 8
 //     stays incomplete (no rank file, no temporary file of that rank), FindResumeStep picks step
 //     4, and a Loader resumed from it delivers exactly the batches 5..8 of the first run;
-//   - a read error at a byte in the middle of one shard: the rank(s) whose reading thread meets it
-//     get an IoError from Next() naming the file, its dataset and the byte offset (no hang: the
-//     others go on), and at least one rank meets it within an epoch;
+//   - a read error at a byte in the middle of one shard's tokens or document offsets, with either
+//     engine, through the page cache or O_DIRECT: the rank(s) whose reading thread meets it get
+//     an IoError from Next() naming the file, its dataset, the array and the byte offset (no
+//     hang: the others go on), and at least one rank meets it within an epoch;
 //   - a shard that grows on disk during the run (pools of one open file, so files are reopened):
 //     a DataError from Next() naming the file, saying its size changed and that the corpus must
 //     not change during a run.
@@ -54,6 +55,7 @@ class FaultsTest : public ::testing::Test {
     config.logical_shards = 16;
     return config;
   }
+  void ExpectReadErrorNamed(uint64_t byte, const std::string& array);
   // Steps that take every rank through epoch 0 of the whole corpus, and a few more.
   uint64_t StepsPastEpoch0() const {
     const uint64_t per_step = comm_.size() * Config().batch_size * (Config().seq_len + 1);
@@ -113,35 +115,58 @@ TEST_F(FaultsTest, FailedSaveKeepsThePreviousStepForResume) {
   }
 }
 
+// Runs the loader past epoch 0 under a rule failing a pread of `byte` of shard 1, once per way of
+// reading; expects an IoError from Next() on some rank naming the shard and `array`.
+void FaultsTest::ExpectReadErrorNamed(uint64_t byte, const std::string& array) {
+  const CorpusTable table = DiscoverCorpus(comm_, Config().data);
+  const ShardInfo& shard = table.shards.at(1);
+  ScopedFaultPlan plan(fmt::format("pread:{}:@{}", shard.path, byte));
+  for (IoEngine engine : {IoEngine::kAuto, IoEngine::kThreads}) {
+    for (DirectIo direct : {DirectIo::kOff, DirectIo::kOn}) {
+      LoaderConfig config = Config();
+      config.io_engine = engine;
+      config.direct_io = direct;
+      uint64_t met = 0;
+      {
+        Loader loader(MPI_COMM_WORLD, config);
+        for (uint64_t step = 0; step < StepsPastEpoch0(); ++step) {
+          try {
+            loader.Next();
+          } catch (const IoError& e) {
+            ExpectMentions(e.what(),
+                           table.root + "/" + shard.path + " (dataset a): reading " + array + "[");
+            ExpectMentions(e.what(), "failed (pread of");
+            ExpectMentions(e.what(), "Input/output error");
+            met = 1;
+            break;
+          }
+        }
+      }
+      EXPECT_GE(comm_.Sum(met), 1u)
+          << "no rank read byte " << byte << " of " << shard.path << " with the "
+          << IoEngineName(engine) << " engine, --direct-io " << DirectIoName(direct);
+    }
+  }
+}
+
 TEST_F(FaultsTest, ReadErrorMidShardReachesNextNamingFileAndOffset) {
   std::vector<ArrayLocations> arrays;
   const CorpusTable table = DiscoverCorpus(comm_, Config().data, &arrays);
   const ShardInfo& shard = table.shards.at(1);
   ASSERT_TRUE(arrays.at(1).tokens.direct);
-  const uint64_t byte =
-      arrays.at(1).tokens.byte_offset + shard.tokens / 2 * TokenTypeSize(shard.token_type);
-  ScopedFaultPlan plan(fmt::format("pread:{}:@{}", shard.path, byte));
-  for (IoEngine engine : {IoEngine::kAuto, IoEngine::kThreads}) {
-    LoaderConfig config = Config();
-    config.io_engine = engine;
-    uint64_t met = 0;
-    {
-      Loader loader(MPI_COMM_WORLD, config);
-      for (uint64_t step = 0; step < StepsPastEpoch0(); ++step) {
-        try {
-          loader.Next();
-        } catch (const IoError& e) {
-          ExpectMentions(e.what(), table.root + "/" + shard.path + " (dataset a)");
-          ExpectMentions(e.what(), "failed (pread of");
-          ExpectMentions(e.what(), "Input/output error");
-          met = 1;
-          break;
-        }
-      }
-    }
-    EXPECT_GE(comm_.Sum(met), 1u) << "no rank read byte " << byte << " of " << shard.path
-                                  << " with the " << IoEngineName(engine) << " engine";
-  }
+  ExpectReadErrorNamed(
+      arrays.at(1).tokens.byte_offset + shard.tokens / 2 * TokenTypeSize(shard.token_type),
+      "/tokens");
+}
+
+// Offsets are read ahead of the documents that need them: a failed one is met where its
+// document is located, and named as a read on the spot would name it.
+TEST_F(FaultsTest, ReadErrorInDocumentOffsetsReachesNextNamingFileAndOffset) {
+  std::vector<ArrayLocations> arrays;
+  const CorpusTable table = DiscoverCorpus(comm_, Config().data, &arrays);
+  const ShardInfo& shard = table.shards.at(1);
+  ASSERT_TRUE(arrays.at(1).offsets.direct);
+  ExpectReadErrorNamed(arrays.at(1).offsets.byte_offset + shard.docs / 2 * 8, "/doc_offsets");
 }
 
 TEST_F(FaultsTest, ShardGrowingDuringTheRunIsDetected) {
@@ -150,6 +175,7 @@ TEST_F(FaultsTest, ShardGrowingDuringTheRunIsDetected) {
   LoaderConfig config = Config();
   config.max_open_files = 1;  // every switch of file reopens one
   config.prefetch = 1;
+  config.read_ahead_bytes = 0;  // one batch being read: most of the epoch is read after the append
   uint64_t met = 0;
   {
     Loader loader(MPI_COMM_WORLD, config);

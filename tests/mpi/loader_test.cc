@@ -542,13 +542,15 @@ TEST_F(LoaderTest, BadConfigurationStopsEveryRankWithOneMessage) {
         c->batch_size = 8;
         c->max_memory_bytes = 4 << 20;
       },
-      "the loader would hold 24.8 MiB per rank (67 batches of --batch-size 8 x (--seq-len 4096 + "
+      "the loader would hold 40.5 MiB per rank (67 batches of --batch-size 8 x (--seq-len 4096 + "
       "1) int64 tokens (--prefetch 4 finished, 1 with the trainer, 31 being read for --read-ahead "
-      "8.0 MiB and as many again for their reads' buffers) and an offset cache of 8.0 MiB), above "
-      "the 4.0 MiB it may hold (max_memory_bytes)");
+      "8.0 MiB and as many again for their reads' buffers), an offset cache of 8.0 MiB and 15.8 "
+      "MiB for the aligned copies of --direct-io auto), above the 4.0 MiB it may hold "
+      "(max_memory_bytes)");
   refuse(
       [](LoaderConfig* c) {
         c->offset_cache_bytes = 1 << 16;
+        c->direct_io = DirectIo::kOff;
         c->max_memory_bytes = 1 << 20;
         c->logical_shards = 1 << 22;
       },
@@ -640,12 +642,15 @@ TEST_F(LoaderTest, ReadingSettingsDoNotChangeTheStream) {
   small.io_engine = IoEngine::kThreads;
   small.max_open_files = 1;
   small.offset_cache_bytes = 1;
-  // Many batches and reads at once, files closed under reads in flight.
+  small.direct_io = DirectIo::kOff;
+  // Many batches and reads at once, files closed under reads in flight, tokens read with
+  // O_DIRECT (where the file system of the test's folder has it).
   LoaderConfig deep = config;
   deep.prefetch = 32;
   deep.read_ahead_bytes = 64u << 20;
   deep.io_depth = LoaderConfig::kMaxIoDepth;
   deep.max_open_files = 2;
+  deep.direct_io = DirectIo::kOn;
   LoaderConfig threads = deep;
   threads.io_engine = IoEngine::kThreads;
   threads.io_depth = 7;
@@ -657,7 +662,7 @@ TEST_F(LoaderTest, ReadingSettingsDoNotChangeTheStream) {
     EXPECT_TRUE(w->tokens == x->tokens && w->tokens == y->tokens && w->tokens == z->tokens &&
                 w->step == x->step && w->step == y->step && w->step == z->step)
         << "batch " << n << " depends on prefetch, read_ahead_bytes, io_depth, io_engine, "
-        << "max_open_files or offset_cache_bytes";
+        << "direct_io, max_open_files or offset_cache_bytes";
   }
 }
 

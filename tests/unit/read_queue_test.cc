@@ -1,7 +1,8 @@
-// ReadQueue (os/read_queue.h), each engine on a real file: many reads in flight return the file's
-// bytes; a read past the end stops there; a bad descriptor, or a read the I/O seam fails, comes
-// back with its errno while the others still succeed; the depth is never exceeded; Reap without
-// waiting never blocks; auto takes io_uring here, or says why not.
+// ReadQueue (os/read_queue.h), each engine on a real file, through the page cache and through
+// O_DIRECT: many reads in flight at any offset and of any size return the file's bytes; a read
+// past the end stops there; a bad descriptor, or a read the I/O seam fails, comes back with its
+// errno while the others still succeed; the depth is never exceeded; Reap without waiting never
+// blocks; auto takes io_uring here, or says why not.
 #include "os/read_queue.h"
 
 #include <fcntl.h>
@@ -42,31 +43,49 @@ bool UringAllowed() {
   return true;
 }
 
-class ReadQueueTest : public ::testing::TestWithParam<IoEngine> {
+struct Reading {
+  IoEngine engine;
+  bool direct;  // through ReadRequest::direct_fd
+};
+
+class ReadQueueTest : public ::testing::TestWithParam<Reading> {
  protected:
   ReadQueueTest() : path_(dir_ / "file.bin") {
     std::vector<char> bytes(kFileBytes);
     for (uint64_t i = 0; i < kFileBytes; ++i) bytes[i] = static_cast<char>(ByteAt(i));
     std::ofstream(path_, std::ios::binary).write(bytes.data(), kFileBytes);
     fd_ = UniqueFd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+    if (GetParam().direct) {
+      direct_fd_ = UniqueFd(::open(path_.c_str(), O_RDONLY | O_DIRECT));
+      align_ = direct_fd_.get() >= 0 ? DirectAlignment(direct_fd_.get()) : 0;
+    }
   }
   void SetUp() override {
-    if (GetParam() == IoEngine::kUring && !UringAllowed())
+    if (GetParam().engine == IoEngine::kUring && !UringAllowed())
       GTEST_SKIP() << "this kernel refuses io_uring to this process: " << std::strerror(errno);
+    if (GetParam().direct && align_ == 0)
+      GTEST_SKIP() << "no O_DIRECT on the file system of " << path_ << ": " << std::strerror(errno);
   }
   ReadRequest Request(uint64_t offset, uint64_t bytes, std::vector<char>* out, uint64_t tag) {
     out->assign(bytes, 0);
     return {.fd = fd_.get(),
+            .direct_fd = GetParam().direct ? direct_fd_.get() : -1,
+            .direct_align = align_,
             .offset = offset,
             .bytes = bytes,
             .out = out->data(),
             .path = &path_,
             .tag = tag};
   }
+  std::unique_ptr<ReadQueue> Queue(uint32_t depth) {
+    return MakeReadQueue(GetParam().engine, depth);
+  }
 
   TempDir dir_;
   std::string path_;
   UniqueFd fd_;
+  UniqueFd direct_fd_;
+  uint32_t align_ = kDirectAlign;  // what the file system asks of direct reads
 };
 
 // Submits every request, at most `depth` in flight, and reaps them all: results by tag.
@@ -88,13 +107,13 @@ std::map<uint64_t, ReadResult> RunAll(ReadQueue& queue, const std::vector<ReadRe
 }
 
 TEST_P(ReadQueueTest, ManyReadsInFlightReturnTheFilesBytes) {
-  const auto queue = MakeReadQueue(GetParam(), 8);
-  EXPECT_EQ(queue->engine(), GetParam());
+  const auto queue = Queue(8);
+  EXPECT_EQ(queue->engine(), GetParam().engine);
   std::vector<std::vector<char>> out(200);
   std::vector<ReadRequest> requests;
   for (uint64_t i = 0; i < out.size(); ++i) {
     const uint64_t offset = (i * 7919 * 64) % (kFileBytes - 20000);
-    requests.push_back(Request(offset, 1 + (i * 104729) % 20000, &out[i], i));
+    requests.push_back(Request(offset + i % 5, 1 + (i * 104729) % 20000, &out[i], i));
   }
   const auto results = RunAll(*queue, requests);
   for (uint64_t i = 0; i < out.size(); ++i) {
@@ -108,10 +127,11 @@ TEST_P(ReadQueueTest, ManyReadsInFlightReturnTheFilesBytes) {
 }
 
 TEST_P(ReadQueueTest, AReadPastTheEndStopsThereAndABadDescriptorFails) {
-  const auto queue = MakeReadQueue(GetParam(), 4);
+  const auto queue = Queue(4);
   std::vector<char> tail, beyond, bad;
   ReadRequest broken = Request(0, 100, &bad, 3);
   broken.fd = 1 << 20;  // no such descriptor
+  if (broken.direct_fd >= 0) broken.direct_fd = 1 << 20;
   const auto results = RunAll(*queue, {Request(kFileBytes - 100, 4096, &tail, 1),
                                        Request(kFileBytes + 10, 10, &beyond, 2), broken});
   EXPECT_EQ(results.at(1).bytes, 100u);
@@ -124,7 +144,7 @@ TEST_P(ReadQueueTest, AReadPastTheEndStopsThereAndABadDescriptorFails) {
 
 TEST_P(ReadQueueTest, TheSeamFailsTheReadsCoveringItsByteOnly) {
   ScopedFaultPlan plan("pread:file.bin:@50000");
-  const auto queue = MakeReadQueue(GetParam(), 4);
+  const auto queue = Queue(4);
   std::vector<char> before, covering, after;
   const auto results =
       RunAll(*queue, {Request(0, 50000, &before, 1), Request(49000, 2000, &covering, 2),
@@ -138,7 +158,7 @@ TEST_P(ReadQueueTest, TheSeamFailsTheReadsCoveringItsByteOnly) {
 }
 
 TEST_P(ReadQueueTest, ReapWithoutWaitingReturnsWhatIsDoneAndEveryReadComesBackOnce) {
-  const auto queue = MakeReadQueue(GetParam(), 16);
+  const auto queue = Queue(16);
   std::vector<std::vector<char>> out(16);
   for (uint64_t i = 0; i < out.size(); ++i) queue->Submit(Request(i * 4096, 4096, &out[i], i));
   std::vector<ReadDone> done;
@@ -156,9 +176,13 @@ TEST_P(ReadQueueTest, ReapWithoutWaitingReturnsWhatIsDoneAndEveryReadComesBackOn
   EXPECT_TRUE(done.empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, ReadQueueTest,
-                         ::testing::Values(IoEngine::kThreads, IoEngine::kUring),
-                         [](const auto& info) { return std::string(IoEngineName(info.param)); });
+INSTANTIATE_TEST_SUITE_P(
+    Engines, ReadQueueTest,
+    ::testing::Values(Reading{IoEngine::kThreads, false}, Reading{IoEngine::kUring, false},
+                      Reading{IoEngine::kThreads, true}, Reading{IoEngine::kUring, true}),
+    [](const auto& info) {
+      return std::string(IoEngineName(info.param.engine)) + (info.param.direct ? "_direct" : "");
+    });
 
 TEST(ReadQueue, AutoTakesIoUringWhereAllowedOrSaysWhyNot) {
   const auto queue = MakeReadQueue(IoEngine::kAuto, 4);
@@ -176,6 +200,10 @@ TEST(ReadQueue, EngineNamesParseAndOthersAreRefused) {
     EXPECT_EQ(ParseIoEngine(IoEngineName(e)), e);
   }
   EXPECT_THROW(ParseIoEngine("aio"), ConfigError);
+  for (DirectIo d : {DirectIo::kAuto, DirectIo::kOn, DirectIo::kOff}) {
+    EXPECT_EQ(ParseDirectIo(DirectIoName(d)), d);
+  }
+  EXPECT_THROW(ParseDirectIo("yes"), ConfigError);
 }
 
 }  // namespace

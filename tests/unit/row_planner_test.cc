@@ -226,5 +226,62 @@ TEST(RowPlanner, EmptyDocumentsNeverTakeADatasetOutOfTheMix) {
   }
 }
 
+// LookAhead names, dataset by dataset, the documents the planner visits next, in order, with
+// their visit numbers: over several epochs, with empty documents passed over, starting in the
+// middle of a document; and once the planner has gone past what was looked at, it goes on from
+// the planner's position. Checked against the documents the rows start (first framed position
+// 0) and the visits counted meanwhile.
+TEST(RowPlanner, LookAheadNamesTheDocumentsEachDatasetVisitsNext) {
+  const FakeCorpus corpus = FakeCorpus::Make({300, 120, 90}, 10);
+  const std::vector<double> weights = {2, 1, 0};
+  const PlannerConfig config = ConfigFor(corpus, weights, 20, 3, 1);
+  RowPlanner planner(config, InitialRankState(3, 20, 3, 1), corpus.Locator());
+  std::vector<Segment> row;
+  for (int i = 0; i < 37; ++i) planner.NextRow(&row);
+  ASSERT_FALSE(planner.state().unfinished.empty()) << "pick another row count";
+  EXPECT_FALSE(planner.available(2));
+
+  std::vector<std::vector<RowPlanner::Ahead>> ahead(2);
+  for (uint32_t d = 0; d < 2; ++d) {
+    for (int i = 0; i < 600; ++i) ahead[d].push_back(planner.LookAhead(d));
+    for (size_t i = 0; i < ahead[d].size(); ++i)
+      ASSERT_EQ(ahead[d][i].visit, planner.visits(d) + i) << "dataset " << d;
+  }
+  const std::vector<uint64_t> visits_before = {planner.visits(0), planner.visits(1)};
+  std::vector<std::vector<uint64_t>> started(2);
+  while (planner.visits(0) < visits_before[0] + 700) {  // past what was looked at
+    planner.NextRow(&row);
+    for (const Segment& s : row)
+      if (s.first == 0) started[s.dataset].push_back(s.doc);
+  }
+  for (uint32_t d = 0; d < 2; ++d) {
+    SCOPED_TRACE("dataset " + std::to_string(d));
+    std::vector<uint64_t> expected;
+    for (const RowPlanner::Ahead& a : ahead[d]) {
+      if (a.visit < planner.visits(d) && corpus.lengths[d][a.doc] > 0) expected.push_back(a.doc);
+    }
+    ASSERT_GE(started[d].size(), expected.size());
+    started[d].resize(expected.size());  // dataset 0 went on past the documents looked at
+    EXPECT_EQ(started[d], expected);
+    EXPECT_LT(expected.size(), std::min<uint64_t>(600, planner.visits(d) - visits_before[d]))
+        << "no empty document passed over";
+  }
+  ASSERT_LT(planner.visits(1), ahead[1].back().visit);
+  EXPECT_EQ(planner.LookAhead(1).visit, ahead[1].back().visit + 1);
+  // Dataset 0 went past: LookAhead goes on from the planner's next visit, which starts it.
+  const RowPlanner::Ahead next = planner.LookAhead(0);
+  EXPECT_EQ(next.visit, planner.visits(0));
+  std::vector<uint64_t> later;
+  while (planner.visits(0) <= next.visit) {
+    planner.NextRow(&row);
+    for (const Segment& s : row)
+      if (s.first == 0 && s.dataset == 0) later.push_back(s.doc);
+  }
+  if (corpus.lengths[0][next.doc] > 0) {
+    ASSERT_FALSE(later.empty());
+    EXPECT_EQ(later.back(), next.doc);
+  }
+}
+
 }  // namespace
 }  // namespace stoker
