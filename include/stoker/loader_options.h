@@ -8,6 +8,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <initializer_list>
 #include <map>
 #include <string>
 
@@ -15,6 +16,18 @@
 #include "stoker/loader.h"
 
 namespace stoker {
+
+// An option taking one of `values` by the name `name_of` gives it (stoker/io_engine.h); its
+// default is the name of `*value`.
+template <typename Enum, typename NameOf>
+void AddNamedOption(CLI::App* app, const std::string& flag, Enum* value,
+                    std::initializer_list<Enum> values, NameOf name_of, const std::string& help) {
+  std::map<std::string, Enum> names;
+  for (Enum v : values) names.emplace(std::string(name_of(v)), v);
+  app->add_option(flag, *value, help)
+      ->transform(CLI::CheckedTransformer(names))
+      ->default_str(std::string(name_of(*value)));
+}
 
 inline void AddReadingOptions(CLI::App* app, LoaderConfig* config) {
   app->add_option("--prefetch", config->prefetch,
@@ -32,21 +45,15 @@ inline void AddReadingOptions(CLI::App* app, LoaderConfig* config) {
                   "Reads each rank keeps in flight (1 to 4096); the default keeps a local or cloud "
                   "disk and a parallel file system (Lustre, GPFS, a millisecond a read) busy")
       ->capture_default_str();
-  const std::map<std::string, IoEngine> engines = {
-      {"auto", IoEngine::kAuto}, {"uring", IoEngine::kUring}, {"threads", IoEngine::kThreads}};
-  app->add_option("--io-engine", config->io_engine,
-                  "What keeps the reads in flight: uring (io_uring), threads (a pool of reader "
-                  "threads), or auto: io_uring where the kernel allows it, else threads")
-      ->transform(CLI::CheckedTransformer(engines))
-      ->default_str("auto");
-  const std::map<std::string, DirectIo> direct = {
-      {"auto", DirectIo::kAuto}, {"on", DirectIo::kOn}, {"off", DirectIo::kOff}};
-  app->add_option("--direct-io", config->direct_io,
-                  "Whether token reads bypass the page cache (O_DIRECT): on, off, or auto: on "
-                  "when the corpus is larger than the memory a rank may use, since the cache "
-                  "could not keep it and filling it costs the kernel time on every read")
-      ->transform(CLI::CheckedTransformer(direct))
-      ->default_str("auto");
+  AddNamedOption(app, "--io-engine", &config->io_engine,
+                 {IoEngine::kAuto, IoEngine::kUring, IoEngine::kThreads}, IoEngineName,
+                 "What keeps the reads in flight: uring (io_uring), threads (a pool of reader "
+                 "threads), or auto: io_uring where the kernel allows it, else threads");
+  AddNamedOption(app, "--direct-io", &config->direct_io,
+                 {DirectIo::kAuto, DirectIo::kOn, DirectIo::kOff}, DirectIoName,
+                 "Whether token reads bypass the page cache (O_DIRECT): on, off, or auto: on "
+                 "when the corpus is larger than the memory a rank may use, since the cache "
+                 "could not keep it and filling it costs the kernel time on every read");
 }
 
 }  // namespace stoker

@@ -108,11 +108,10 @@ Loader::Impl::Impl(MPI_Comm comm, const LoaderConfig& config)
     spdlog::info("reading with {} threads at most: io_uring is not available ({})", queue.depth(),
                  queue.fallback_reason());
   }
-  spdlog::debug("rank {}: reading with {}, {} reads in flight, {} batches at once, {}",
-                comm_.rank(), IoEngineName(queue.engine()), queue.depth(), window_,
-                ReadsDirect(config_, setup_.table)
-                    ? "tokens the page cache lacks read with O_DIRECT"
-                    : "every read through the page cache");
+  spdlog::debug(
+      "rank {}: reading with {}, {} reads in flight, {} batches at once, {}", comm_.rank(),
+      IoEngineName(queue.engine()), queue.depth(), window_,
+      pool_.direct_reads() ? "tokens read with O_DIRECT" : "every read through the page cache");
 }
 
 OrderIdentity Loader::Impl::Identity() const {

@@ -49,6 +49,7 @@ class ShardPool {
   // Where discovery found table row `file`'s arrays (no open).
   const ArrayLocations& locations(uint32_t file) const { return arrays_.at(file); }
   uint64_t opens() const { return opens_; }
+  bool direct_reads() const { return direct_reads_; }
 
  private:
   void CheckUnchanged(ShardReader& reader, uint32_t file);
