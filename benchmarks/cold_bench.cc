@@ -315,6 +315,8 @@ std::vector<Row> ColdRows(int ranks) {
   std::vector<Row> rows = {{"sequential, every file whole", Sequential},
                            {"fio randread, queue depth 1", depth(1)},
                            {"fio randread, queue depth 32", depth(32)},
+                           {fmt::format("fio randread, queue depth {}", LoaderConfig::kNodeIoDepth),
+                            depth(LoaderConfig::kNodeIoDepth)},
                            {"mmap, a document at a time", Mmap},
                            {"loader, 1 rank", LoaderAlone}};
   if (ranks > 1) rows.push_back({fmt::format("loader, {} ranks", ranks), LoaderOnEveryRank});
@@ -338,16 +340,19 @@ void PrintCold(const ColdRun& run, const std::vector<Row>& rows) {
       static_cast<unsigned long long>(run.table.total_docs()),
       static_cast<unsigned long long>(run.table.total_tokens()), run.width, bytes / 1e9,
       read_ahead.device.c_str(), read_ahead.kb.c_str());
+  const std::string depth =
+      run.o.io_depth == 0
+          ? fmt::format("auto ({} a node, shared by its ranks)", LoaderConfig::kNodeIoDepth)
+          : std::to_string(run.o.io_depth);
   std::printf(
       "# each run after sync and drop_caches reads %llu tokens (%.0f MB; sequential: "
       "every file), fio in blocks of %llu bytes; medians of %llu runs; MB = 10^6 bytes "
       "of file; cores: (user + system) / wall seconds, summed over the ranks\n"
-      "# loader: --io-engine %s, --io-depth %llu, --read-ahead-bytes %llu, --direct-io %s, "
+      "# loader: --io-engine %s, --io-depth %s, --read-ahead-bytes %llu, --direct-io %s, "
       "--offset-cache-bytes %llu\n",
       static_cast<unsigned long long>(run.o.tokens), run.o.tokens * run.width / 1e6,
       static_cast<unsigned long long>(run.block), static_cast<unsigned long long>(run.o.repeat),
-      std::string(IoEngineName(run.o.io_engine)).c_str(),
-      static_cast<unsigned long long>(run.o.io_depth),
+      std::string(IoEngineName(run.o.io_engine)).c_str(), depth.c_str(),
       static_cast<unsigned long long>(run.o.read_ahead_bytes),
       std::string(DirectIoName(run.o.direct_io.value_or(DirectIo::kAuto))).c_str(),
       static_cast<unsigned long long>(run.o.offset_cache_bytes));

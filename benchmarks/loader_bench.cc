@@ -117,6 +117,7 @@ constexpr char kUsage[] =
     "                     do not fit\n"
     "  --read-ahead-bytes N, --io-depth N, --io-engine auto|uring|threads  the Loader's reading\n"
     "                     (docs/loader.md, \"Reading from storage\"); default LoaderConfig's\n"
+    "                     (--io-depth 0: 128 a node, shared by its ranks)\n"
     "  --direct-io auto|on|off  the Loader's O_DIRECT token reads; default on in cold mode (its\n"
     "                     corpus stands in for one larger than memory, where auto is on), else\n"
     "                     LoaderConfig's (auto)\n";

@@ -49,7 +49,9 @@ struct LoaderConfig {
   uint32_t prefetch = 4;                   // finished batches waiting per rank (>= 1)
   uint64_t read_ahead_bytes = 8u << 20;    // and batches being read beyond them: as many as
                                            // this many bytes of int64 tokens hold (>= 1 batch)
-  uint32_t io_depth = 128;                 // reads in flight per rank (1 to kMaxIoDepth)
+  uint32_t io_depth = 0;                   // reads in flight per rank (1 to kMaxIoDepth); 0:
+                                           // kNodeIoDepth shared by the ranks of a node, at
+                                           // least kMinRankIoDepth each
   IoEngine io_engine = IoEngine::kAuto;    // what keeps them in flight (stoker/io_engine.h)
   DirectIo direct_io = DirectIo::kAuto;    // whether token reads bypass the page cache (same)
   uint64_t offset_cache_bytes = 8u << 20;  // document offsets cached per rank
@@ -63,12 +65,16 @@ struct LoaderConfig {
                                            // the saved run's: the new ones rule from here on.
 
   // Every problem of the configuration that can be seen without the corpus, one line each:
-  // sizes of 0, logical shards above kMaxLogicalShards, a batch above 2^31 tokens, batches read
-  // ahead and the offset cache above max_memory_bytes, negative EOS/BOS ids or weights.
+  // sizes of 0, io_depth and logical shards above their maximum, a batch above 2^31 tokens, batches
+  // read ahead and the offset cache above max_memory_bytes, negative EOS/BOS ids or weights.
   std::vector<std::string> Problems() const;
 
   static constexpr uint64_t kMaxLogicalShards = uint64_t{1} << 24;  // 16,777,216
   static constexpr uint32_t kMaxIoDepth = 4096;
+  // io_depth 0: a node's reads in flight, enough to keep a local disk or a parallel file system
+  // busy, shared by its ranks so that many ranks do not overfill a disk's queue.
+  static constexpr uint32_t kNodeIoDepth = 128;
+  static constexpr uint32_t kMinRankIoDepth = 16;
 };
 
 // A run of one document's tokens within a batch, for diagnostics and tests: framed positions

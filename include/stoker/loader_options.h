@@ -42,9 +42,12 @@ inline void AddReadingOptions(CLI::App* app, LoaderConfig* config) {
       ->transform(CLI::AsSizeValue(false))
       ->default_str("8MiB");
   app->add_option("--io-depth", config->io_depth,
-                  "Reads each rank keeps in flight (1 to 4096); the default keeps a local or cloud "
-                  "disk and a parallel file system (Lustre, GPFS, a millisecond a read) busy")
-      ->capture_default_str();
+                  "Reads each rank keeps in flight (1 to 4096), or auto: 128 per node, shared by "
+                  "the node's ranks (at least 16 each), which keeps a local or cloud disk and a "
+                  "parallel file system (Lustre, GPFS, a millisecond a read) busy without "
+                  "overfilling a disk's queue when many ranks share it")
+      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "0"}}))
+      ->default_str(config->io_depth == 0 ? "auto" : std::to_string(config->io_depth));
   AddNamedOption(app, "--io-engine", &config->io_engine,
                  {IoEngine::kAuto, IoEngine::kUring, IoEngine::kThreads}, IoEngineName,
                  "What keeps the reads in flight: uring (io_uring), threads (a pool of reader "

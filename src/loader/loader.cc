@@ -86,7 +86,7 @@ class Loader::Impl {
 Loader::Impl::Impl(MPI_Comm comm, const LoaderConfig& config)
     : comm_(comm),
       config_(config),
-      setup_(SetUpLoader(comm_, config_)),
+      setup_(SetUpLoader(comm_, &config_)),
       corpus_record_(comm_.rank() == 0 ? std::make_shared<const std::string>(
                                              EncodeCorpusRecord(RecordOf(setup_.table)))
                                        : nullptr),

@@ -72,7 +72,7 @@ double BatchBytes(const LoaderConfig& c) {
 // at most the batches being read.
 double DirectCopyBytes(const LoaderConfig& c) {
   if (c.direct_io == DirectIo::kOff) return 0;
-  return static_cast<double>(c.io_depth) * kDirectKeep +
+  return static_cast<double>(RankIoDepth(c, 1)) * kDirectKeep +
          static_cast<double>(BatchesBeingRead(c)) * BatchBytes(c);
 }
 
@@ -172,8 +172,9 @@ std::vector<std::string> LoaderConfig::Problems() const {
                                    kMaxLogicalShards));
   }
   if (prefetch == 0) problems.push_back("--prefetch must be at least 1");
-  if (io_depth == 0 || io_depth > kMaxIoDepth) {
-    problems.push_back(fmt::format("--io-depth {} is outside 1 to {}", io_depth, kMaxIoDepth));
+  if (io_depth > kMaxIoDepth) {
+    problems.push_back(
+        fmt::format("--io-depth {} is above the maximum of {}", io_depth, kMaxIoDepth));
   }
   if (max_open_files == 0) problems.push_back("max_open_files must be at least 1");
   const auto [budget, why] = LoaderBudget(*this, 1);
@@ -196,7 +197,13 @@ uint64_t BatchesBeingRead(const LoaderConfig& config) {
   const double batch = BatchBytes(config);
   const double fit = batch > 0 ? static_cast<double>(config.read_ahead_bytes) / batch : 1;
   return std::clamp<uint64_t>(static_cast<uint64_t>(std::min(fit, 1e12)), 1,
-                              std::max<uint32_t>(config.io_depth, 1));
+                              RankIoDepth(config, 1));
+}
+
+uint32_t RankIoDepth(const LoaderConfig& config, uint64_t ranks_on_node) {
+  if (config.io_depth > 0) return config.io_depth;
+  const uint64_t share = LoaderConfig::kNodeIoDepth / std::max<uint64_t>(ranks_on_node, 1);
+  return static_cast<uint32_t>(std::max<uint64_t>(share, LoaderConfig::kMinRankIoDepth));
 }
 
 std::vector<double> ResolveWeights(const LoaderConfig& config, const CorpusTable& table) {
@@ -235,7 +242,8 @@ std::vector<double> ResolveWeights(const LoaderConfig& config, const CorpusTable
   return weights;
 }
 
-LoaderSetup SetUpLoader(const mpi::Comm& comm, const LoaderConfig& config) {
+LoaderSetup SetUpLoader(const mpi::Comm& comm, LoaderConfig* settings) {
+  const LoaderConfig& config = *settings;
   // The memory budget is the node's: ranks on nodes of other sizes may disagree.
   mpi::FailTogether(comm, [&] {
     if (auto problems = config.Problems(); !problems.empty()) Refuse(problems);
@@ -243,6 +251,7 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, const LoaderConfig& config) {
   LoaderSetup setup;
   setup.table = DiscoverCorpus(comm, config.data, &setup.arrays);
   const auto ranks_on_node = static_cast<uint64_t>(comm.RanksOnThisNode());
+  settings->io_depth = RankIoDepth(config, ranks_on_node);
   mpi::FailTogether(comm, [&] {
     CheckMemory(config, static_cast<uint64_t>(comm.size()), setup.table.datasets.size(),
                 ranks_on_node);

@@ -23,12 +23,18 @@ struct LoaderSetup {
   PlannerConfig planner;
 };
 
-// Collective over `comm`. Throws ConfigError or DataError on every rank together.
-LoaderSetup SetUpLoader(const mpi::Comm& comm, const LoaderConfig& config);
+// Collective over `comm`. Settles what `*config` leaves to the job (io_depth 0 becomes this rank's
+// share of its node's depth, RankIoDepth). Throws ConfigError or DataError on every rank together.
+LoaderSetup SetUpLoader(const mpi::Comm& comm, LoaderConfig* config);
+
+// The reads in flight of a rank among `ranks_on_node` (LoaderConfig::io_depth): as set, or for 0
+// kNodeIoDepth divided among them, at least kMinRankIoDepth. With ranks_on_node 1, the most
+// any rank gets: what is checked before the node is known.
+uint32_t RankIoDepth(const LoaderConfig& config, uint64_t ranks_on_node);
 
 // How many batches the reading thread reads at once beyond the finished ones: as many as
-// read_ahead_bytes hold in int64 tokens, at least 1, at most io_depth (every batch has a read at
-// least, so more could not have more reads in flight).
+// read_ahead_bytes hold in int64 tokens, at least 1, at most the reads in flight (RankIoDepth for
+// one rank a node: every batch has a read at least, so more could not have more in flight).
 uint64_t BatchesBeingRead(const LoaderConfig& config);
 
 // Whether token reads bypass the page cache (LoaderConfig::direct_io): kAuto when the corpus's

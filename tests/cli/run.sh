@@ -101,6 +101,25 @@ expect_error "more ranks than logical shards" 4 "4 ranks but only 2 logical shar
   --data "$corpus" --logical-shards 2
 expect_error "missing --data" 2 "--data is required" --steps 1
 expect_error "--direct-io yes" 2 "--direct-io: Check yes value in {" --data "$corpus" --direct-io yes
+expect_error "--io-depth 5000" 2 "--io-depth 5000 is above the maximum of 4096" --data "$corpus" \
+  --io-depth 5000
+
+# --- --io-depth auto shares 128 reads in flight among the ranks of a node (all of them here). ---
+# depth_of NP ARGS...: the reads in flight every rank's loader says it keeps (its debug line).
+depth_of() {
+  local np=$1; shift
+  $MPIRUN -np "$np" "$STOKER" -v run --data "$corpus" --steps 2 "$@" > "$work/depth.txt" 2>&1 ||
+    { cat "$work/depth.txt" >&2; fail "stoker -v run $* at $np ranks failed"; }
+  sed -n 's/.*rank [0-9]*: reading with [a-z]*, \([0-9]*\) reads in flight.*/\1/p' \
+    "$work/depth.txt" | sort -u | paste -sd' '
+}
+for case in "1 128 auto" "2 64 auto" "4 32 0" "2 8 8"; do
+  read -r np want flag <<< "$case"
+  got=$(depth_of "$np" --io-depth "$flag")
+  [ "$got" = "$want" ] || fail "--io-depth $flag at $np ranks: ranks keep '$got' reads in flight, not $want"
+done
+[ "$(depth_of 2)" = 64 ] || fail "the default --io-depth at 2 ranks is not auto's 64"
+echo "ok: --io-depth auto gives each of 1, 2, 4 ranks of a node 128, 64, 32 reads; a number is kept"
 
 # --- --help explains every option of the issue. ---
 "$STOKER" run --help > "$work/help.txt" 2>&1 || fail "stoker run --help failed"

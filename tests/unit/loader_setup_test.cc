@@ -1,0 +1,38 @@
+// What the Loader settles before it streams that depends on the node: a rank's reads in flight.
+#include "loader/loader_setup.h"
+
+#include <gtest/gtest.h>
+
+namespace stoker {
+namespace {
+
+TEST(RankIoDepth, AutoSharesTheNodesDepthAmongItsRanksDownToTheLeast) {
+  LoaderConfig config;
+  ASSERT_EQ(config.io_depth, 0u) << "the default is auto";
+  EXPECT_EQ(RankIoDepth(config, 1), LoaderConfig::kNodeIoDepth);
+  EXPECT_EQ(RankIoDepth(config, 2), LoaderConfig::kNodeIoDepth / 2);
+  EXPECT_EQ(RankIoDepth(config, 3), LoaderConfig::kNodeIoDepth / 3);
+  EXPECT_EQ(RankIoDepth(config, 8), LoaderConfig::kMinRankIoDepth);
+  EXPECT_EQ(RankIoDepth(config, 64), LoaderConfig::kMinRankIoDepth);
+  EXPECT_EQ(RankIoDepth(config, 0), LoaderConfig::kNodeIoDepth);
+}
+
+TEST(RankIoDepth, ANumberIsKeptWhateverTheNode) {
+  LoaderConfig config;
+  config.io_depth = 5;
+  EXPECT_EQ(RankIoDepth(config, 1), 5u);
+  EXPECT_EQ(RankIoDepth(config, 64), 5u);
+}
+
+TEST(BatchesBeingRead, AtMostTheReadsARankMayHaveInFlight) {
+  LoaderConfig config;
+  config.read_ahead_bytes = uint64_t{1} << 40;  // far more batches than reads
+  EXPECT_EQ(BatchesBeingRead(config), LoaderConfig::kNodeIoDepth) << "auto: a rank alone on a node";
+  config.io_depth = 3;
+  EXPECT_EQ(BatchesBeingRead(config), 3u);
+  config.read_ahead_bytes = 0;
+  EXPECT_EQ(BatchesBeingRead(config), 1u);
+}
+
+}  // namespace
+}  // namespace stoker
