@@ -14,6 +14,7 @@ DocIndex::DocIndex(const CorpusTable& table, ShardPool* pool, ReadRouter* router
       client_(router->Add(this)),
       max_blocks_(std::max<uint64_t>(4, cache_bytes / ((kBlock + 1) * sizeof(uint64_t)))) {
   STOKER_ASSERT(table_.shards.size() < (uint64_t{1} << 28), "{} files", table_.shards.size());
+  for (const ShardInfo& shard : table_.shards) corpus_blocks_ += (shard.docs + kBlock - 1) / kBlock;
   for (const DatasetInfo& dataset : table_.datasets) {
     auto& first = first_doc_.emplace_back();
     uint64_t docs = 0;
@@ -94,6 +95,7 @@ DocIndex::Block& DocIndex::Get(uint32_t file, uint64_t local, bool queue) {
   ++block_reads_;
   if (queue) {
     block.reading = true;
+    ++reading_;
     queued_.push_back(key);
   } else {
     pool_->Get(file).ReadOffsets(block.first, block.offsets.size(), block.offsets.data());
@@ -120,6 +122,7 @@ void DocIndex::StartReads() {
 void DocIndex::Finished(uint64_t key, const ReadResult& read) {
   Block& block = blocks_.at(key);
   block.reading = false;
+  --reading_;
   block.read = read;
   block.reader.reset();
   if (block.holds == 0) Unused(key, block);

@@ -46,6 +46,11 @@ class DocIndex : private ReadRouter::Client {
   void Release(uint32_t dataset, uint64_t doc);
 
   uint64_t max_held() const { return max_blocks_ / 2; }
+  // Every block of the corpus is read and stays, the cache holding them all: from now on no
+  // document needs a read of offsets, so holding ahead has nothing left to do.
+  bool HoldsEveryBlock() const {
+    return corpus_blocks_ <= max_blocks_ && blocks_.size() == corpus_blocks_ && reading_ == 0;
+  }
   uint64_t block_reads() const { return block_reads_; }
   uint64_t lookups() const { return lookups_; }
   // Locates that found their block still being read, and that read it on the spot.
@@ -83,6 +88,8 @@ class DocIndex : private ReadRouter::Client {
   ReadRouter* router_;
   uint32_t client_;
   uint64_t max_blocks_;
+  uint64_t corpus_blocks_ = 0;                    // blocks of every file's /doc_offsets
+  uint64_t reading_ = 0;                          // blocks queued or in flight
   std::vector<std::vector<uint64_t>> first_doc_;  // per dataset: first doc number of each file
   std::unordered_map<uint64_t, Block> blocks_;    // by Key
   std::list<uint64_t> lru_;                       // keys of read blocks nobody holds, recent first
