@@ -22,8 +22,9 @@
 //                then the Loader (seq_len, batch_size; constructed untimed) pulling batches until
 //                `tokens` tokens are delivered (EOS included); the time spent inside Next() is the
 //                trainer's wait, and loader_cores the CPU the process used meanwhile (user +
-//                system seconds of getrusage over wall seconds: cores taken from the trainer).
-//                Medians per rank, ratios loader / each baseline, totals.
+//                system seconds of getrusage over wall seconds: cores taken from the trainer);
+//                then the same Loader computing every document boundary field (boundaries).
+//                Medians per rank, ratios loader / each baseline and boundaries / loader, totals.
 //   first-batch  10,000 small files (4 datasets of 2,500 files of 2,000 tokens): seconds from the
 //                start of the Loader's construction to the end of the first Next(), slowest rank.
 //   memory       3 datasets of 4 files, mean document length 4, `docs` documents in all: VmRSS
@@ -455,7 +456,9 @@ struct Series {
   }
 };
 
-constexpr const char* kMeasures[] = {"h5_readraw", "hdf5", "pread", "loader"};
+// The loader as configured, and with every document boundary field (stoker/batch.h) as well.
+constexpr const char* kMeasures[] = {"h5_readraw", "hdf5", "pread", "loader", "boundaries"};
+constexpr size_t kLoader = 3, kBoundaries = 4;
 
 void PrintThroughput(int ranks, const std::vector<Series>& series, const Series& wait,
                      const Series& cores, const std::vector<double>& setup) {
@@ -464,11 +467,12 @@ void PrintThroughput(int ranks, const std::vector<Series>& series, const Series&
     for (size_t m = 0; m < series.size(); ++m) {
       text += fmt::format(" {}={:.1f}", kMeasures[m], Median(pick(series[m])) / 1e6);
     }
-    const double loader = Median(pick(series[3]));
-    for (size_t m = 0; m < 3; ++m) {
+    const double loader = Median(pick(series[kLoader]));
+    for (size_t m = 0; m < kLoader; ++m) {
       text += fmt::format(" loader/{}={:.2f}", kMeasures[m], loader / Median(pick(series[m])));
     }
-    return text;
+    return text +
+           fmt::format(" boundaries/loader={:.2f}", Median(pick(series[kBoundaries])) / loader);
   };
   for (int r = 0; r < ranks; ++r) {
     std::printf(
@@ -477,7 +481,7 @@ void PrintThroughput(int ranks, const std::vector<Series>& series, const Series&
             .c_str(),
         Median(wait.per_rank[r]), Median(cores.per_rank[r]));
   }
-  const auto& l = series[3].total;
+  const auto& l = series[kLoader].total;
   std::printf("%s loader_range=[%.1f..%.1f] loader_setup_s=%.3f\n",
               line("total", [](const Series& s) { return s.total; }).c_str(),
               *std::min_element(l.begin(), l.end()) / 1e6,
@@ -493,7 +497,10 @@ void Throughput(const mpi::Comm& comm, const Options& o) {
   EnsureCorpus(comm, spec);
   const CorpusTable table = DiscoverCorpus(comm, root);
   const LoaderConfig config = ConfigFor(o, root);
-  std::vector<Series> series(4);
+  LoaderConfig with_boundaries = config;
+  with_boundaries.boundaries = {
+      .position_ids = true, .cu_seqlens = true, .segment_ids = true, .loss_mask = true};
+  std::vector<Series> series(std::size(kMeasures));
   Series wait, cores;
   std::vector<double> setup;
   for (uint64_t rep = 0; rep <= o.repeat; ++rep) {  // rep 0: untimed warm-up, a tenth as long
@@ -508,13 +515,16 @@ void Throughput(const mpi::Comm& comm, const Options& o) {
     rates.push_back(ReadRandomDocs<PreadDocs>(table, target, key));
     Warm(comm, table);
     rates.push_back(RunLoader(comm, config, target, o.step_ms));
+    Warm(comm, table);
+    rates.push_back(RunLoader(comm, with_boundaries, target, o.step_ms));
     std::vector<std::vector<double>> per_rank;
     for (const Rate& r : rates) per_rank.push_back(PerRank(comm, r.tokens / r.seconds));
-    const auto waited = PerRank(comm, rates[3].wait / rates[3].seconds);
-    const auto used = PerRank(comm, rates[3].cpu / rates[3].seconds);
-    const double slowest_setup = comm.Max(static_cast<uint64_t>(rates[3].setup * 1e9)) * 1e-9;
+    const Rate& loader = rates[kLoader];
+    const auto waited = PerRank(comm, loader.wait / loader.seconds);
+    const auto used = PerRank(comm, loader.cpu / loader.seconds);
+    const double slowest_setup = comm.Max(static_cast<uint64_t>(loader.setup * 1e9)) * 1e-9;
     if (rep == 0) continue;
-    for (size_t m = 0; m < 4; ++m) series[m].Add(per_rank[m]);
+    for (size_t m = 0; m < series.size(); ++m) series[m].Add(per_rank[m]);
     wait.Add(waited);
     cores.Add(used);
     setup.push_back(slowest_setup);

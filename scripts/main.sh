@@ -4,7 +4,9 @@
 #   1. scripts/default-corpus.sh packs text every Debian system carries (license texts, the
 #      packages' copyright files, C headers) with the byte-level tokenizer: three datasets;
 #   2. jobs/mpirun/train.sh trains a tiny language model on 4 ranks, mixing the datasets by
-#      weight and saving a checkpoint every 50 steps;
+#      weight and saving a checkpoint every 50 steps; attention stays within each document of a
+#      packed row and positions count from each document's start (stoker-train --doc-mask, from
+#      the loader's segment_ids and position_ids);
 #   3. a preemption: SIGUSR1 once step 150 is saved; every rank stops at the same step and saves;
 #   4. jobs/mpirun/resume.sh goes on from that checkpoint on 2 ranks (the loader rescales) to
 #      step 300;
@@ -21,14 +23,14 @@ out=${STOKER_DEMO_DIR:-out/demo}
 steps=${STOKER_DEMO_STEPS:-300}
 preempt_after=$((steps / 2))
 export CORPUS=$out/corpus CHECKPOINT_DIR=$out/checkpoints TRACE_DIR=$out/trace
-export WEIGHTS=copyright=0.5,headers=0.3,licenses=0.2 SAVE_EVERY=50
+export WEIGHTS=copyright=0.5,headers=0.3,licenses=0.2 SAVE_EVERY=50 TRAIN_ARGS=--doc-mask
 rm -rf "$CHECKPOINT_DIR" "$TRACE_DIR"
 
 echo "== 1. the default corpus: Debian's own text, byte-tokenized, in $CORPUS"
 scripts/default-corpus.sh "$CORPUS" 2
 build/stoker inspect "$CORPUS"
 
-echo "== 2. training on 4 ranks, a checkpoint every $SAVE_EVERY steps"
+echo "== 2. training on 4 ranks, attention within documents, a checkpoint every $SAVE_EVERY steps"
 NP=4 STEPS=$steps jobs/mpirun/train.sh > "$out/run-1.json" &
 job=$!
 until [ -f "$CHECKPOINT_DIR/step-$preempt_after/trainer.json" ] || ! kill -0 "$job" 2>/dev/null; do
@@ -52,7 +54,8 @@ def run(d, n):
     print(f"  run {n}: {d['ranks']} ranks, steps {d['start_step'] + 1}-{d['end_step']}{resumed}: "
           f"{d['tokens_per_second'] / 1e3:.1f}k tokens/s, waiting for data {100 * d['data_wait_share']:.2f}% of the time")
 print("== report")
-print(f"  loss: {first['loss_start']:.3f} over the first 10 steps -> {second['loss_end']:.3f} over the last 10")
+masked = "attention within documents (--doc-mask)" if first["doc_mask"] and second["doc_mask"] else "attention over whole rows"
+print(f"  loss: {first['loss_start']:.3f} over the first 10 steps -> {second['loss_end']:.3f} over the last 10, {masked}")
 run(first, 1)
 run(second, 2)
 tokens = sum(r["tokens"] for r in audit["runs"])

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "stoker/batch.h"
 #include "stoker/corpus.h"
 #include "stoker/io_engine.h"
 
@@ -60,6 +61,8 @@ struct LoaderConfig {
                                            // read ahead, offset cache, state), checked before
                                            // anything is allocated; 0: half the memory this
                                            // process may use (RAM, cgroup limit, ulimit -v)
+  BoundaryFields boundaries;               // document boundary fields computed for each batch
+                                           // (stoker/batch.h); none by default
   std::string resume_from;                 // a checkpoint step folder (step-<N>) to go on from;
                                            // empty: start at step 0. Weights may differ from
                                            // the saved run's: the new ones rule from here on.
@@ -75,26 +78,6 @@ struct LoaderConfig {
   // busy, shared by its ranks so that many ranks do not overfill a disk's queue.
   static constexpr uint32_t kNodeIoDepth = 128;
   static constexpr uint32_t kMinRankIoDepth = 16;
-};
-
-// A run of one document's tokens within a batch, for diagnostics and tests: framed positions
-// [first, first + count) of document `doc` (numbered within its dataset) in `epoch`, where the
-// framing is [BOS] tokens EOS.
-struct DocPiece {
-  uint32_t dataset = 0;
-  uint64_t doc = 0;
-  uint64_t epoch = 0;
-  uint64_t first = 0;
-  uint64_t count = 0;
-};
-
-struct Batch {
-  uint64_t step = 0;                     // 1 for the first batch of a run that started from scratch
-  uint64_t rows = 0;                     // batch_size
-  uint64_t row_tokens = 0;               // seq_len + 1
-  std::vector<int64_t> tokens;           // rows * row_tokens token ids, row after row
-  std::vector<uint64_t> dataset_tokens;  // per dataset (corpus order): tokens in this batch
-  std::vector<DocPiece> pieces;          // what the rows are made of, row after row
 };
 
 class Loader {

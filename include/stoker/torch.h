@@ -2,7 +2,7 @@
 // libtorch (link stoker_torch); everything else works without it, and a process that does not
 // make tensors should not link libtorch (it starts about 1.2 s later).
 //
-// ToTensors moves a Batch's buffer into an int64 tensor without copying: the tensor owns it.
+// ToTensors moves a Batch's buffers into tensors without copying: the tensors own them.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -19,6 +19,14 @@ struct TensorBatch {
   at::Tensor tokens;  // int64 [batch_size, seq_len + 1], on the CPU
   uint64_t step = 0;
   std::vector<uint64_t> dataset_tokens;  // per dataset (corpus order): tokens in this batch
+
+  // Document boundaries over the inputs (stoker/batch.h, Boundaries), on the CPU; each is an
+  // undefined tensor unless LoaderConfig::boundaries asked for it.
+  at::Tensor position_ids;  // int64 [batch_size, seq_len]
+  at::Tensor cu_seqlens;    // int32 [sequences + 1], over the flattened inputs
+  int64_t max_seqlen = 0;   // with cu_seqlens
+  at::Tensor segment_ids;   // int32 [batch_size, seq_len], 1-based in each row
+  at::Tensor loss_mask;     // float32 [batch_size, seq_len], 0 on labels that cross documents
 
   // Views, no copies: inputs are the rows without their last token, labels without their first.
   at::Tensor inputs() const { return tokens.narrow(1, 0, tokens.size(1) - 1); }

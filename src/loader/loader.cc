@@ -18,6 +18,7 @@
 #include "checkpoint/checkpoint_writer.h"
 #include "checkpoint/corpus_record_file.h"
 #include "checkpoint/restore.h"
+#include "core/boundaries.h"
 #include "core/loader_state.h"
 #include "loader/batch_reader.h"
 #include "loader/doc_index.h"
@@ -265,16 +266,18 @@ Loader::Impl::Ready Loader::Impl::PlanBatch() {
   batch.rows = config_.batch_size;
   batch.row_tokens = config_.seq_len + 1;
   batch.dataset_tokens.assign(setup_.table.datasets.size(), 0);
-  for (auto& row : rows_) {
-    planner_.NextRow(&row);
-    for (const Segment& s : row) {
-      batch.dataset_tokens[s.dataset] += s.count;
-      batch.pieces.push_back({s.dataset, s.doc, s.epoch, s.first, s.count});
-    }
+  for (uint32_t r = 0; r < rows_.size(); ++r) {
+    planner_.NextRow(&rows_[r]);
+    for (const Segment& s : rows_[r]) batch.dataset_tokens[s.dataset] += s.count;
+    AppendPieces(rows_[r], r, &batch.pieces);
   }
   planner_.EndBatch();
   batch.step = planner_.state().step;
   ready.delta = planner_.TakeDelta();
+  if (config_.boundaries.any()) {
+    batch.boundaries =
+        ComputeBoundaries(batch.pieces, batch.rows, batch.row_tokens, config_.boundaries);
+  }
   batch.tokens.resize(batch.rows * batch.row_tokens);
   reader_.Add(rows_, batch.row_tokens, batch.tokens.data());
   reader_.Start();

@@ -67,6 +67,18 @@ double BatchBytes(const LoaderConfig& c) {
   return static_cast<double>(c.batch_size) * (static_cast<double>(c.seq_len) + 1) * sizeof(int64_t);
 }
 
+// The boundary fields a batch carries (stoker/batch.h), as LoaderConfig::boundaries asks: per
+// input token 8 bytes of position ids, 4 of segment ids, 4 of loss mask, and at most one offset
+// of 4 bytes into cu_seqlens (a document of one token, with its EOS, starts at every other token;
+// counted as every token, plus the end).
+double BoundaryBytes(const LoaderConfig& c) {
+  const BoundaryFields& f = c.boundaries;
+  const double per_token = (f.position_ids ? 8.0 : 0) + (f.segment_ids ? 4.0 : 0) +
+                           (f.loss_mask ? 4.0 : 0) + (f.cu_seqlens ? 4.0 : 0);
+  return per_token * static_cast<double>(c.batch_size) * static_cast<double>(c.seq_len) +
+         (f.cu_seqlens ? 4.0 : 0);
+}
+
 // The aligned copies of O_DIRECT reads (os/read_queue.h), where they may be made (direct_io on,
 // or auto before the corpus says): kDirectKeep kept per read in flight, and the reads in flight,
 // at most the batches being read.
@@ -77,12 +89,13 @@ double DirectCopyBytes(const LoaderConfig& c) {
 }
 
 // What a rank's loader holds besides the corpus table and its state: the batches of int64 tokens
-// (prefetch of them finished, the ones being read, one the trainer holds), the reads' own buffers
-// of the file's tokens (at most as large as the batches being read) and the offset cache. In
-// double: the factors are as typed and may overflow 64 bits.
+// and their boundary fields (prefetch of them finished, the ones being read, one the trainer
+// holds), the reads' own buffers of the file's tokens (at most as large as the batches being
+// read) and the offset cache. In double: the factors are as typed and may overflow 64 bits.
 double BufferBytes(const LoaderConfig& c) {
   const double being_read = static_cast<double>(BatchesBeingRead(c));
-  return (static_cast<double>(c.prefetch) + 1 + 2 * being_read) * BatchBytes(c) +
+  const double batches = static_cast<double>(c.prefetch) + 1 + being_read;
+  return (batches + being_read) * BatchBytes(c) + batches * BoundaryBytes(c) +
          static_cast<double>(c.offset_cache_bytes) + DirectCopyBytes(c);
 }
 
@@ -97,9 +110,12 @@ std::string BufferBreakdown(const LoaderConfig& c) {
   return fmt::format(
       "{} batches of --batch-size {} x (--seq-len {} + 1) int64 tokens (--prefetch {} finished, "
       "1 with the trainer, {} being read for --read-ahead {} and as many again for their reads' "
-      "buffers), an offset cache of {}{}",
+      "buffers){}, an offset cache of {}{}",
       static_cast<uint64_t>(c.prefetch) + 1 + 2 * being_read, c.batch_size, c.seq_len, c.prefetch,
       being_read, FormatBytes(static_cast<double>(c.read_ahead_bytes)),
+      c.boundaries.any()
+          ? fmt::format(", their boundary fields ({} a batch)", FormatBytes(BoundaryBytes(c)))
+          : "",
       FormatBytes(static_cast<double>(c.offset_cache_bytes)),
       c.direct_io == DirectIo::kOff
           ? ""

@@ -6,18 +6,41 @@
 
 namespace stoker {
 
-TensorBatch ToTensors(Batch&& batch) {
-  auto owner = std::make_unique<std::vector<int64_t>>(std::move(batch.tokens));
+namespace {
+
+constexpr at::ScalarType TypeOf(int64_t) { return at::kLong; }
+constexpr at::ScalarType TypeOf(int32_t) { return at::kInt; }
+constexpr at::ScalarType TypeOf(float) { return at::kFloat; }
+
+// A tensor of `sizes` that owns `values` (moved, not copied); undefined when `values` is empty.
+template <typename T>
+at::Tensor TensorOf(std::vector<T>&& values, at::IntArrayRef sizes) {
+  if (values.empty()) return {};
+  auto owner = std::make_unique<std::vector<T>>(std::move(values));
   void* data = owner->data();
+  at::Tensor tensor = at::from_blob(
+      data, sizes, [owner = owner.get()](void*) { delete owner; },
+      at::TensorOptions().dtype(TypeOf(T{})));
+  owner.release();  // the tensor's deleter owns it now
+  return tensor;
+}
+
+}  // namespace
+
+TensorBatch ToTensors(Batch&& batch) {
   const auto rows = static_cast<int64_t>(batch.rows);
   const auto row_tokens = static_cast<int64_t>(batch.row_tokens);
+  Boundaries& b = batch.boundaries;
   TensorBatch out;
-  out.tokens = at::from_blob(
-      data, {rows, row_tokens}, [owner = owner.get()](void*) { delete owner; },
-      at::TensorOptions().dtype(at::kLong));
-  owner.release();  // the tensor's deleter owns it now
+  out.tokens = TensorOf(std::move(batch.tokens), {rows, row_tokens});
   out.step = batch.step;
   out.dataset_tokens = std::move(batch.dataset_tokens);
+  out.position_ids = TensorOf(std::move(b.position_ids), {rows, row_tokens - 1});
+  const auto offsets = static_cast<int64_t>(b.cu_seqlens.size());
+  out.cu_seqlens = TensorOf(std::move(b.cu_seqlens), {offsets});
+  out.max_seqlen = b.max_seqlen;
+  out.segment_ids = TensorOf(std::move(b.segment_ids), {rows, row_tokens - 1});
+  out.loss_mask = TensorOf(std::move(b.loss_mask), {rows, row_tokens - 1});
   return out;
 }
 

@@ -63,6 +63,11 @@ void BindModel(CLI::App& app, TrainOptions& o) {
       ->capture_default_str();
   app.add_option("--clip", o.clip, "Clip the gradient norm to this (0: no clipping)")
       ->capture_default_str();
+  app.add_flag("--doc-mask", o.doc_mask,
+               "Attend only within each document (block-diagonal causal attention from the "
+               "loader's segment_ids) and count positions from each document's first token "
+               "(its position_ids, restarting at each row too); off: plain causal attention "
+               "over the whole row, positions 0 to --seq-len - 1");
 }
 
 void BindRun(CLI::App& app, TrainOptions& o) {

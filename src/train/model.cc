@@ -92,16 +92,24 @@ TinyLmImpl::TinyLmImpl(const ModelShape& shape)
   positions_->weight.normal_(0, 0.02);
 }
 
-torch::Tensor TinyLmImpl::forward(const torch::Tensor& inputs) {
+torch::Tensor TinyLmImpl::forward(const torch::Tensor& inputs, const Documents& documents) {
   const int64_t time = inputs.size(1);
-  torch::Tensor x = tokens_(inputs) + positions_(torch::arange(time, torch::kLong));
-  const torch::Tensor mask = torch::ones({time, time}, torch::kBool).triu(1);
+  const torch::Tensor positions =
+      documents.positions.defined() ? documents.positions : torch::arange(time, torch::kLong);
+  torch::Tensor x = tokens_(inputs) + positions_(positions);
+  torch::Tensor mask = torch::ones({time, time}, torch::kBool).triu(1);
+  if (documents.segments.defined()) {
+    // Block-diagonal: a key of another document is masked as the future is.
+    const torch::Tensor& s = documents.segments;
+    mask = (mask | s.unsqueeze(2).ne(s.unsqueeze(1))).unsqueeze(1);  // [batch, 1, time, time]
+  }
   for (Block& block : blocks_) x = block(x, mask);
   return head_(norm_(x));
 }
 
-torch::Tensor TinyLmImpl::Loss(const torch::Tensor& inputs, const torch::Tensor& labels) {
-  const torch::Tensor logits = forward(inputs);
+torch::Tensor TinyLmImpl::Loss(const torch::Tensor& inputs, const torch::Tensor& labels,
+                               const Documents& documents) {
+  const torch::Tensor logits = forward(inputs, documents);
   return torch::nn::functional::cross_entropy(logits.reshape({-1, shape_.vocab}),
                                               labels.reshape({-1}));
 }

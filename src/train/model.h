@@ -33,7 +33,8 @@ std::vector<std::string> ShapeProblems(const ModelShape& shape, uint64_t batch,
 class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(int64_t dim, int64_t heads);
-  // x: [batch, time, dim]; mask: [time, time], true above the diagonal (the future).
+  // x: [batch, time, dim]; mask: true where a query may not attend to a key, [time, time] or
+  // [batch, 1, time, time].
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
 
  private:
@@ -43,13 +44,21 @@ class BlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Block);
 
+// Where documents are in packed rows (stoker/torch.h's TensorBatch fields); undefined tensors:
+// the row is one sequence (positions 0, 1, ... and plain causal attention).
+struct Documents {
+  torch::Tensor positions;  // int64 [batch, time]: each token's position in its document
+  torch::Tensor segments;   // int32 [batch, time]: tokens attend only to earlier equal ids
+};
+
 class TinyLmImpl : public torch::nn::Module {
  public:
   explicit TinyLmImpl(const ModelShape& shape);
   // inputs: int64 [batch, time] token ids -> logits [batch, time, vocab].
-  torch::Tensor forward(const torch::Tensor& inputs);
+  torch::Tensor forward(const torch::Tensor& inputs, const Documents& documents = {});
   // Mean cross-entropy of predicting `labels` (int64 [batch, time]) from `inputs`.
-  torch::Tensor Loss(const torch::Tensor& inputs, const torch::Tensor& labels);
+  torch::Tensor Loss(const torch::Tensor& inputs, const torch::Tensor& labels,
+                     const Documents& documents = {});
   const ModelShape& shape() const { return shape_; }
 
  private:

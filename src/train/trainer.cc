@@ -132,6 +132,10 @@ class Trainer {
 LoaderConfig Trainer::ResumeConfig(const TrainOptions& options, MPI_Comm world) {
   LoaderConfig config = options.loader;
   config.weights = ParseWeights(options.weights);  // checked by OptionProblems
+  // Positions restart at each row as well as at each document: the model's learned position
+  // embeddings only go up to seq_len.
+  config.boundaries.position_ids = config.boundaries.segment_ids = options.doc_mask;
+  config.boundaries.positions = PositionIds::kRestartEachRow;
   if (options.resume) {
     // The trainer always saves (at least its last step): newer, interrupted step folders go
     // aside so that its saves never mix with files a killed run left in them.
@@ -247,7 +251,8 @@ bool Trainer::Step() {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
   }
   optimizer_.zero_grad();
-  torch::Tensor loss = model_->Loss(batch.inputs(), batch.labels());
+  torch::Tensor loss =
+      model_->Loss(batch.inputs(), batch.labels(), {batch.position_ids, batch.segment_ids});
   loss.backward();
   bool stop = g_stop_signal != 0;
   const double mean_loss = AverageGradients(loss.item<float>(), &stop);
@@ -311,6 +316,7 @@ nlohmann::json Trainer::Summary(double seconds, double wait_share,
       {"seconds", seconds},
       {"tokens_per_second", seconds > 0 ? tokens / seconds : 0.0},
       {"data_wait_share", wait_share},
+      {"doc_mask", options_.doc_mask},
       {"model_checksum", checksum}};
 }
 

@@ -31,6 +31,8 @@ struct TrainOptions {
   double lr = 3e-3;            // AdamW's peak learning rate
   uint64_t warmup = 20;        // steps of linear warm-up to lr
   double clip = 1.0;           // gradient norm clipping (0: none)
+  bool doc_mask = false;       // attend within documents only, positions from each document's
+                               // start (the loader's segment_ids and position_ids)
   std::string checkpoint_dir;  // step folders go here
   uint64_t save_every = 50;    // save every K global steps (0: only when stopped by a signal)
   bool resume = false;         // go on from the newest complete step, if any

@@ -5,7 +5,9 @@
 // rank with one message that says what differs, and a missing, truncated or bit-flipped rank file
 // with one that names it; weights may change at a resume and then rule; and across rescales (the
 // MPI collective, and the offline ReshardCheckpoint, which must agree bit for bit) every framed
-// token of epoch 0 is delivered exactly once.
+// token of epoch 0 is delivered exactly once. Resumed on fewer ranks, a rank delivers the rests
+// of documents several ranks began, one after another, and the document boundary fields still
+// follow the pieces.
 //
 // Batch::pieces say which framed positions of which document each batch holds; every batch's
 // tokens are checked against them (the values of a document are consecutive integers), and
@@ -25,6 +27,7 @@
 
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/reshard.h"
+#include "common/boundary_reference.h"
 #include "common/test_support.h"
 #include "mpi/comm.h"
 #include "shard/discovery.h"
@@ -536,6 +539,48 @@ TEST_F(CheckpointTest, FromFewerRanksOfflineReshardEqualsMpiRescaleAndEveryToken
                    comm_.rank());
   ExpectEpochZeroExactlyOnce(comm_, truth_, false, {&before, &after},
                              fmt::format("{} -> {} ranks", saving, comm_.size()));
+}
+
+// Saved on every rank, resumed on rank 0 alone: it takes over every rank's unfinished document,
+// so pieces that go on with a document begin within rows as well as at row starts, and each is a
+// sequence of its own in every field.
+TEST_F(CheckpointTest, BoundaryFieldsFollowThePiecesOnFewerRanks) {
+  if (comm_.size() == 1) GTEST_SKIP() << "needs more ranks to save than to resume";
+  const std::string step_dir = dir_ / "wide/step-17";
+  {
+    Loader a(MPI_COMM_WORLD, Config());
+    Pull(a, 17);
+    SaveAll(a, step_dir);
+  }
+  MPI_Comm alone = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, comm_.rank() == 0 ? 0 : MPI_UNDEFINED, 0, &alone);
+  if (alone != MPI_COMM_NULL) {
+    try {
+      LoaderConfig config = Config();
+      config.resume_from = step_dir;
+      config.boundaries = {.position_ids = true,
+                           .positions = PositionIds::kContinue,
+                           .cu_seqlens = true,
+                           .segment_ids = true,
+                           .loss_mask = true};
+      Loader b(alone, config);
+      const Stream after = Pull(b, 40);
+      ExpectTokensMatchPieces(truth_, after, b);
+      uint64_t rests_within_rows = 0;
+      for (const Batch& batch : after) {
+        testing::ExpectFields(
+            batch.boundaries,
+            testing::ReferenceBoundaries(testing::OwnersOf(batch), PositionIds::kContinue),
+            config.boundaries);
+        for (const DocPiece& p : batch.pieces) rests_within_rows += p.first > 0 && p.row_offset > 0;
+      }
+      EXPECT_GT(rests_within_rows, 0u) << "no rest of a document began within a row";
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "resuming on 1 rank: " << e.what();
+    }
+    MPI_Comm_free(&alone);
+  }
+  comm_.Barrier();
 }
 
 }  // namespace

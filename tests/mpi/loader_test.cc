@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "common/boundary_reference.h"
 #include "common/test_support.h"
 #include "core/partition.h"
 #include "mpi/comm.h"
@@ -651,6 +652,8 @@ TEST_F(LoaderTest, ReadingSettingsDoNotChangeTheStream) {
   deep.io_depth = LoaderConfig::kMaxIoDepth;
   deep.max_open_files = 2;
   deep.direct_io = DirectIo::kOn;
+  deep.boundaries = {
+      .position_ids = true, .cu_seqlens = true, .segment_ids = true, .loss_mask = true};
   LoaderConfig threads = deep;
   threads.io_engine = IoEngine::kThreads;
   threads.io_depth = 7;
@@ -662,7 +665,69 @@ TEST_F(LoaderTest, ReadingSettingsDoNotChangeTheStream) {
     EXPECT_TRUE(w->tokens == x->tokens && w->tokens == y->tokens && w->tokens == z->tokens &&
                 w->step == x->step && w->step == y->step && w->step == z->step)
         << "batch " << n << " depends on prefetch, read_ahead_bytes, io_depth, io_engine, "
-        << "direct_io, max_open_files or offset_cache_bytes";
+        << "direct_io, max_open_files, offset_cache_bytes or boundaries";
+  }
+}
+
+// Document boundaries on real batches: the pieces hold exactly the tokens of the documents they
+// name (BOS, the document's own tokens, EOS where it ends), and every field is the token-by-token
+// reference of those pieces. The EOS id is a token inside a document, so boundaries guessed from
+// token values would cut that document in two; the ranks pull a whole epoch, so it is delivered.
+TEST_F(LoaderTest, BoundaryFieldsFollowThePiecesEvenWhereADocumentHoldsTheEosId) {
+  const std::string data = OneDataset(2);  // 5,000 documents of about 10 tokens
+  const CorpusTruth truth = ReadTruth(comm_, data);
+  const auto in_body = std::find_if(truth.docs.begin(), truth.docs.end(),
+                                    [](const CorpusTruth::Doc& d) { return d.length >= 3; });
+  ASSERT_NE(in_body, truth.docs.end());
+  const int64_t eos = in_body->first + 1;
+  for (const std::optional<int64_t> bos :
+       {std::optional<int64_t>(), std::optional(truth.tokens + 1)}) {
+    const PositionIds positions = bos ? PositionIds::kContinue : PositionIds::kRestartEachRow;
+    SCOPED_TRACE(bos ? "BOS, positions continued" : "no BOS, positions restarted at each row");
+    LoaderConfig config = Config(data, 24, 3);
+    config.eos_id = eos;
+    config.bos_id = bos;
+    config.boundaries = {.position_ids = true,
+                         .positions = positions,
+                         .cu_seqlens = true,
+                         .segment_ids = true,
+                         .loss_mask = true};
+    Loader loader(MPI_COMM_WORLD, config);
+    StreamChecker checker(truth, config, eos, bos);
+    const uint64_t lead = bos ? 1 : 0;
+    uint64_t eos_in_body = 0;
+    const uint64_t share =
+        EpochShare(truth.dataset_docs[0], config.logical_shards, comm_.size(), comm_.rank());
+    bool broken = false;  // a failure is reported, never thrown: every rank reaches GatherAll
+    for (int n = 0; n < 100000 && !broken && checker.done()[0].size() < share; ++n) {
+      const std::optional<Batch> batch = loader.Next();
+      checker.Add(*batch);
+      for (const DocPiece& p : batch->pieces) {
+        const CorpusTruth::Doc& doc = truth.docs[truth.first_doc[p.dataset] + p.doc];
+        for (uint64_t i = 0; i < p.count; ++i) {
+          const uint64_t framed = p.first + i;
+          const int64_t token = batch->tokens[p.row * batch->row_tokens + p.row_offset + i];
+          const int64_t expected = bos && framed == 0            ? *bos
+                                   : framed == lead + doc.length ? eos
+                                                                 : doc.first + framed - lead;
+          if (token != expected) {
+            ADD_FAILURE() << "step " << batch->step << ", document " << p.doc
+                          << ", framed position " << framed << ": token " << token << ", not "
+                          << expected;
+            broken = true;
+          }
+          if (p.epoch == 0 && token == eos && framed != lead + doc.length) ++eos_in_body;
+        }
+      }
+      testing::ExpectFields(batch->boundaries,
+                            testing::ReferenceBoundaries(testing::OwnersOf(*batch), positions),
+                            config.boundaries);
+    }
+    checker.Finish();
+    uint64_t all = 0;
+    for (uint64_t n : GatherAll(comm_, {eos_in_body})) all += n;
+    EXPECT_EQ(all, 1u) << "the token equal to the EOS id inside document " << in_body->number
+                       << ", delivered once in epoch 0";
   }
 }
 

@@ -1,4 +1,5 @@
-// What the Loader settles before it streams that depends on the node: a rank's reads in flight.
+// What the Loader settles before it streams that depends on the node: a rank's reads in flight;
+// and what the memory check counts of the document boundary fields.
 #include "loader/loader_setup.h"
 
 #include <gtest/gtest.h>
@@ -32,6 +33,22 @@ TEST(BatchesBeingRead, AtMostTheReadsARankMayHaveInFlight) {
   EXPECT_EQ(BatchesBeingRead(config), 3u);
   config.read_ahead_bytes = 0;
   EXPECT_EQ(BatchesBeingRead(config), 1u);
+}
+
+TEST(LoaderConfig, BoundaryFieldsCountInTheMemoryCheck) {
+  LoaderConfig config;
+  config.data = "corpus";
+  config.max_memory_bytes = 50 << 20;  // the defaults hold 40.5 MiB
+  EXPECT_TRUE(config.Problems().empty());
+  config.boundaries = {
+      .position_ids = true, .cu_seqlens = true, .segment_ids = true, .loss_mask = true};
+  const std::vector<std::string> problems = config.Problems();
+  ASSERT_EQ(problems.size(), 1u);
+  // 20 bytes per input token of 8 x 4096, and the end of cu_seqlens, for 36 batches.
+  EXPECT_NE(problems[0].find("the loader would hold 63.0 MiB per rank"), std::string::npos)
+      << problems[0];
+  EXPECT_NE(problems[0].find("their boundary fields (640.0 KiB a batch)"), std::string::npos)
+      << problems[0];
 }
 
 }  // namespace
