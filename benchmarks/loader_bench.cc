@@ -498,8 +498,7 @@ void Throughput(const mpi::Comm& comm, const Options& o) {
   const CorpusTable table = DiscoverCorpus(comm, root);
   const LoaderConfig config = ConfigFor(o, root);
   LoaderConfig with_boundaries = config;
-  with_boundaries.boundaries = {
-      .position_ids = true, .cu_seqlens = true, .segment_ids = true, .loss_mask = true};
+  with_boundaries.boundaries = BoundaryFields::All();
   std::vector<Series> series(std::size(kMeasures));
   Series wait, cores;
   std::vector<double> setup;

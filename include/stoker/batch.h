@@ -20,7 +20,7 @@ namespace stoker {
 
 // A run of one document's tokens within a batch: framed positions [first, first + count) of
 // document `doc` (numbered within its dataset) in `epoch`, at tokens [row_offset, row_offset +
-// count) of row `row`.
+// count) of row `row` (a batch holds at most 2^31 tokens: both fit 32 bits).
 struct DocPiece {
   uint32_t dataset = 0;
   uint64_t doc = 0;
@@ -28,7 +28,7 @@ struct DocPiece {
   uint64_t first = 0;
   uint64_t count = 0;
   uint32_t row = 0;
-  uint64_t row_offset = 0;
+  uint32_t row_offset = 0;
 };
 
 // Where position_ids start counting in a document that goes on from the previous row (or, after
@@ -50,7 +50,16 @@ struct BoundaryFields {
   bool cu_seqlens = false;  // and max_seqlen
   bool segment_ids = false;
   bool loss_mask = false;
-  bool any() const { return position_ids || cu_seqlens || segment_ids || loss_mask; }
+
+  // Every field, position ids counted as `positions` says.
+  static constexpr BoundaryFields All(PositionIds positions = PositionIds::kRestartEachRow) {
+    return {.position_ids = true,
+            .positions = positions,
+            .cu_seqlens = true,
+            .segment_ids = true,
+            .loss_mask = true};
+  }
+  bool Any() const { return position_ids || cu_seqlens || segment_ids || loss_mask; }
   bool operator==(const BoundaryFields&) const = default;
 };
 

@@ -1,6 +1,8 @@
 #include "core/boundaries.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <limits>
 
 #include "base/check.h"
 
@@ -16,7 +18,7 @@ void AppendPieces(const std::vector<Segment>& segments, uint32_t row,
                        .first = s.first,
                        .count = s.count,
                        .row = row,
-                       .row_offset = offset});
+                       .row_offset = static_cast<uint32_t>(offset)});
     offset += s.count;
   }
 }
@@ -77,10 +79,13 @@ Boundaries ComputeBoundaries(const std::vector<DocPiece>& pieces, uint64_t rows,
   STOKER_ASSERT(row_tokens >= 2, "rows of {} tokens", row_tokens);
   const uint64_t seq_len = row_tokens - 1;
   const uint64_t inputs = rows * seq_len;
+  // LoaderConfig::Problems() keeps a batch within 2^31 tokens: offsets fit cu_seqlens' int32.
+  STOKER_ASSERT(inputs <= std::numeric_limits<int32_t>::max(), "{} inputs in a batch", inputs);
   Boundaries out;
   if (fields.position_ids) out.position_ids.resize(inputs);
   if (fields.segment_ids) out.segment_ids.resize(inputs);
   if (fields.loss_mask) out.loss_mask.assign(inputs, 1.0f);
+  if (fields.cu_seqlens) out.cu_seqlens.reserve(pieces.size() + 1);  // a start per piece at most
   RowFields row_fields(fields, seq_len, &out);
   const DocPiece* begin = pieces.data();
   const DocPiece* const end = pieces.data() + pieces.size();

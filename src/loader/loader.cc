@@ -274,13 +274,13 @@ Loader::Impl::Ready Loader::Impl::PlanBatch() {
   planner_.EndBatch();
   batch.step = planner_.state().step;
   ready.delta = planner_.TakeDelta();
-  if (config_.boundaries.any()) {
-    batch.boundaries =
-        ComputeBoundaries(batch.pieces, batch.rows, batch.row_tokens, config_.boundaries);
-  }
   batch.tokens.resize(batch.rows * batch.row_tokens);
   reader_.Add(rows_, batch.row_tokens, batch.tokens.data());
   reader_.Start();
+  if (config_.boundaries.Any()) {  // while the batch's reads are in flight
+    batch.boundaries =
+        ComputeBoundaries(batch.pieces, batch.rows, batch.row_tokens, config_.boundaries);
+  }
   return ready;
 }
 

@@ -113,9 +113,10 @@ std::string BufferBreakdown(const LoaderConfig& c) {
       "buffers){}, an offset cache of {}{}",
       static_cast<uint64_t>(c.prefetch) + 1 + 2 * being_read, c.batch_size, c.seq_len, c.prefetch,
       being_read, FormatBytes(static_cast<double>(c.read_ahead_bytes)),
-      c.boundaries.any()
-          ? fmt::format(", their boundary fields ({} a batch)", FormatBytes(BoundaryBytes(c)))
-          : "",
+      c.boundaries.Any() ? fmt::format(", the boundary fields of {} of them ({} each)",
+                                       static_cast<uint64_t>(c.prefetch) + 1 + being_read,
+                                       FormatBytes(BoundaryBytes(c)))
+                         : "",
       FormatBytes(static_cast<double>(c.offset_cache_bytes)),
       c.direct_io == DirectIo::kOff
           ? ""

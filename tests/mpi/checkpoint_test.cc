@@ -152,7 +152,7 @@ bool SameBatch(const Batch& a, const Batch& b) {
   for (size_t i = 0; i < a.pieces.size(); ++i) {
     const DocPiece &x = a.pieces[i], &y = b.pieces[i];
     if (x.dataset != y.dataset || x.doc != y.doc || x.epoch != y.epoch || x.first != y.first ||
-        x.count != y.count) {
+        x.count != y.count || x.row != y.row || x.row_offset != y.row_offset) {
       return false;
     }
   }
@@ -558,11 +558,7 @@ TEST_F(CheckpointTest, BoundaryFieldsFollowThePiecesOnFewerRanks) {
     try {
       LoaderConfig config = Config();
       config.resume_from = step_dir;
-      config.boundaries = {.position_ids = true,
-                           .positions = PositionIds::kContinue,
-                           .cu_seqlens = true,
-                           .segment_ids = true,
-                           .loss_mask = true};
+      config.boundaries = BoundaryFields::All(PositionIds::kContinue);
       Loader b(alone, config);
       const Stream after = Pull(b, 40);
       ExpectTokensMatchPieces(truth_, after, b);

@@ -652,8 +652,7 @@ TEST_F(LoaderTest, ReadingSettingsDoNotChangeTheStream) {
   deep.io_depth = LoaderConfig::kMaxIoDepth;
   deep.max_open_files = 2;
   deep.direct_io = DirectIo::kOn;
-  deep.boundaries = {
-      .position_ids = true, .cu_seqlens = true, .segment_ids = true, .loss_mask = true};
+  deep.boundaries = BoundaryFields::All();
   LoaderConfig threads = deep;
   threads.io_engine = IoEngine::kThreads;
   threads.io_depth = 7;
@@ -667,6 +666,31 @@ TEST_F(LoaderTest, ReadingSettingsDoNotChangeTheStream) {
         << "batch " << n << " depends on prefetch, read_ahead_bytes, io_depth, io_engine, "
         << "direct_io, max_open_files, offset_cache_bytes or boundaries";
   }
+}
+
+// Whether every piece of `batch` holds its document's framed tokens ([BOS] tokens EOS) where its
+// row and row_offset say (a failure is reported); counts into *eos_in_body the tokens of epoch 0
+// equal to the EOS id that are not a document's end.
+bool CheckPieceTokens(const CorpusTruth& truth, const Batch& batch, int64_t eos,
+                      std::optional<int64_t> bos, uint64_t* eos_in_body) {
+  const uint64_t lead = bos ? 1 : 0;
+  for (const DocPiece& p : batch.pieces) {
+    const CorpusTruth::Doc& doc = truth.docs[truth.first_doc[p.dataset] + p.doc];
+    for (uint64_t i = 0; i < p.count; ++i) {
+      const uint64_t framed = p.first + i;
+      const int64_t token = batch.tokens[p.row * batch.row_tokens + p.row_offset + i];
+      const int64_t expected = bos && framed == 0            ? *bos
+                               : framed == lead + doc.length ? eos
+                                                             : doc.first + framed - lead;
+      if (token != expected) {
+        ADD_FAILURE() << "step " << batch.step << ", document " << p.doc << ", framed position "
+                      << framed << ": token " << token << ", not " << expected;
+        return false;
+      }
+      if (p.epoch == 0 && token == eos && framed != lead + doc.length) ++*eos_in_body;
+    }
+  }
+  return true;
 }
 
 // Document boundaries on real batches: the pieces hold exactly the tokens of the documents they
@@ -687,14 +711,9 @@ TEST_F(LoaderTest, BoundaryFieldsFollowThePiecesEvenWhereADocumentHoldsTheEosId)
     LoaderConfig config = Config(data, 24, 3);
     config.eos_id = eos;
     config.bos_id = bos;
-    config.boundaries = {.position_ids = true,
-                         .positions = positions,
-                         .cu_seqlens = true,
-                         .segment_ids = true,
-                         .loss_mask = true};
+    config.boundaries = BoundaryFields::All(positions);
     Loader loader(MPI_COMM_WORLD, config);
     StreamChecker checker(truth, config, eos, bos);
-    const uint64_t lead = bos ? 1 : 0;
     uint64_t eos_in_body = 0;
     const uint64_t share =
         EpochShare(truth.dataset_docs[0], config.logical_shards, comm_.size(), comm_.rank());
@@ -702,23 +721,7 @@ TEST_F(LoaderTest, BoundaryFieldsFollowThePiecesEvenWhereADocumentHoldsTheEosId)
     for (int n = 0; n < 100000 && !broken && checker.done()[0].size() < share; ++n) {
       const std::optional<Batch> batch = loader.Next();
       checker.Add(*batch);
-      for (const DocPiece& p : batch->pieces) {
-        const CorpusTruth::Doc& doc = truth.docs[truth.first_doc[p.dataset] + p.doc];
-        for (uint64_t i = 0; i < p.count; ++i) {
-          const uint64_t framed = p.first + i;
-          const int64_t token = batch->tokens[p.row * batch->row_tokens + p.row_offset + i];
-          const int64_t expected = bos && framed == 0            ? *bos
-                                   : framed == lead + doc.length ? eos
-                                                                 : doc.first + framed - lead;
-          if (token != expected) {
-            ADD_FAILURE() << "step " << batch->step << ", document " << p.doc
-                          << ", framed position " << framed << ": token " << token << ", not "
-                          << expected;
-            broken = true;
-          }
-          if (p.epoch == 0 && token == eos && framed != lead + doc.length) ++eos_in_body;
-        }
-      }
+      broken = !CheckPieceTokens(truth, *batch, eos, bos, &eos_in_body);
       testing::ExpectFields(batch->boundaries,
                             testing::ReferenceBoundaries(testing::OwnersOf(*batch), positions),
                             config.boundaries);

@@ -1,6 +1,7 @@
 // The example trainer's model with document boundaries (stoker-train --doc-mask): with segment
 // ids, what the model predicts within a document does not depend on the other documents of its
-// row, and position ids are the positions it embeds; without them, the row is one sequence.
+// row, and position ids are the positions it embeds; without them, the row is one sequence; each
+// row of a batch is masked by its own ids.
 #include "train/model.h"
 
 #include <gtest/gtest.h>
@@ -8,13 +9,16 @@
 namespace stoker::train {
 namespace {
 
+// The model's weights come from the seed, set before it is built.
+TinyLm SeededModel() {
+  torch::manual_seed(1);
+  TinyLm model(ModelShape{.vocab = 50, .dim = 32, .layers = 2, .heads = 4, .context = 12});
+  model->eval();
+  return model;
+}
+
 class DocumentMaskTest : public ::testing::Test {
  protected:
-  DocumentMaskTest()
-      : model_(ModelShape{.vocab = 50, .dim = 32, .layers = 2, .heads = 4, .context = 12}) {
-    torch::manual_seed(1);
-    model_->eval();
-  }
   // One row of three documents: tokens 0-3, 4-8 and 9-11.
   static Documents ThreeDocuments() {
     const torch::Tensor segments =
@@ -27,7 +31,7 @@ class DocumentMaskTest : public ::testing::Test {
     return torch::arange(first_token, first_token + 12, torch::kLong).remainder(50).unsqueeze(0);
   }
   torch::NoGradGuard no_grad_;
-  TinyLm model_;
+  TinyLm model_ = SeededModel();
 };
 
 TEST_F(DocumentMaskTest, ADocumentSeesNoneOfTheOthers) {
@@ -60,6 +64,20 @@ TEST_F(DocumentMaskTest, ADocumentIsPredictedAsIfItStoodAlone) {
   EXPECT_FALSE(
       torch::allclose(model_->forward(row, row_positions).index({0, torch::indexing::Slice(9, 12)}),
                       alone.index({0}), 1e-4, 1e-5));
+}
+
+// Two rows cut into documents differently: each row is masked by its own segment ids.
+TEST_F(DocumentMaskTest, EachRowByItsOwnDocuments) {
+  const torch::Tensor rows = torch::cat({Row(5), Row(30)});
+  const Documents first = ThreeDocuments();
+  const Documents docs{
+      torch::cat({first.positions, torch::arange(12, torch::kLong).unsqueeze(0)}),
+      torch::cat({first.segments, torch::ones({1, 12}, torch::kInt)})};  // row 1: one document
+  const torch::Tensor both = model_->forward(rows, docs);
+  EXPECT_TRUE(
+      torch::allclose(both.index({0}), model_->forward(Row(5), first).index({0}), 1e-4, 1e-5));
+  EXPECT_TRUE(torch::allclose(both.index({1}), model_->forward(Row(30)).index({0}), 1e-4, 1e-5))
+      << "a row of one document is a plain causal sequence";
 }
 
 }  // namespace

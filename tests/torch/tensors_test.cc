@@ -67,8 +67,7 @@ TEST(Tensors, BoundaryFieldsBecomeTensorsWithoutCopiesWhenAskedFor) {
                  none.segment_ids.defined() || none.loss_mask.defined());
     EXPECT_EQ(none.max_seqlen, 0);
   }
-  config.boundaries = {
-      .position_ids = true, .cu_seqlens = true, .segment_ids = true, .loss_mask = true};
+  config.boundaries = BoundaryFields::All();
   Loader loader(world.get(), config);
   Batch batch = *loader.Next();
   const Boundaries values = batch.boundaries;

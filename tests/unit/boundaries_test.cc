@@ -2,7 +2,9 @@
 // (the one docs/loader.md shows), then planned rows of documents longer and shorter than a row
 // and empty ones, BOS on and off, against the token-by-token reference
 // (common/boundary_reference.h), also after a rescale; fields only when asked for; pieces that do
-// not cover a row.
+// not cover a row. ComputeBoundaries never sees a token value, so a document holding the EOS id
+// is nothing to it: mpi LoaderTest.BoundaryFieldsFollowThePiecesEvenWhereADocumentHoldsTheEosId
+// checks that on real batches.
 #include "core/boundaries.h"
 
 #include <gtest/gtest.h>
@@ -21,8 +23,7 @@ namespace {
 using testing::ConfigFor;
 using testing::FakeCorpus;
 
-constexpr BoundaryFields kAll{
-    .position_ids = true, .cu_seqlens = true, .segment_ids = true, .loss_mask = true};
+constexpr BoundaryFields kAll = BoundaryFields::All();
 
 // Two rows of seq_len 10 (11 tokens), BOS on; framed positions in brackets, | where a row ends:
 //   row 0: doc 7 [4 5 6=EOS] doc 2 [0=BOS 1 2 3 4=EOS] doc 9 [0=BOS 1 2 |
@@ -57,8 +58,7 @@ Planned Plan(RowPlanner& planner, uint32_t rows) {
 // Every field of `planned` in both position modes is the token-by-token reference's.
 void ExpectReferenceInBothModes(const Planned& planned, uint64_t row_tokens) {
   for (const PositionIds positions : {PositionIds::kRestartEachRow, PositionIds::kContinue}) {
-    BoundaryFields fields = kAll;
-    fields.positions = positions;
+    const BoundaryFields fields = BoundaryFields::All(positions);
     testing::ExpectFields(
         ComputeBoundaries(planned.pieces, planned.rows.size(), row_tokens, fields),
         testing::ReferenceBoundaries(planned.owners, positions), fields);
@@ -76,9 +76,8 @@ TEST(Boundaries, WorkedExampleFieldByField) {
   EXPECT_EQ(b.loss_mask, (std::vector<float>{1, 1, 0, 1, 1, 1, 1, 0, 1, 1,  //
                                              1, 1, 1, 0, 1, 1, 1, 1, 1, 0}));
 
-  BoundaryFields go_on = kAll;
-  go_on.positions = PositionIds::kContinue;
-  EXPECT_EQ(ComputeBoundaries(WorkedExample(), 2, 11, go_on).position_ids,
+  EXPECT_EQ(ComputeBoundaries(WorkedExample(), 2, 11, BoundaryFields::All(PositionIds::kContinue))
+                .position_ids,
             (std::vector<int64_t>{4, 5, 6, 0, 1, 2, 3, 4, 0, 1,  //
                                   3, 4, 5, 6, 0, 1, 2, 3, 4, 5}));
 }
@@ -111,7 +110,7 @@ TEST(Boundaries, PlannedRowsMatchTheTokenByTokenReference) {
           for (const Segment& s : row) {
             ASSERT_GT(corpus.lengths[s.dataset][s.doc], 0u) << "a piece of an empty document";
             longer += s.count == kRow ? 1 : 0;
-            starts += s.first == 0 ? 1 : 0;
+            starts += s.first == 0 && &s != &row.front() ? 1 : 0;
           }
         }
         ExpectReferenceInBothModes(planned, kRow);

@@ -40,14 +40,14 @@ TEST(LoaderConfig, BoundaryFieldsCountInTheMemoryCheck) {
   config.data = "corpus";
   config.max_memory_bytes = 50 << 20;  // the defaults hold 40.5 MiB
   EXPECT_TRUE(config.Problems().empty());
-  config.boundaries = {
-      .position_ids = true, .cu_seqlens = true, .segment_ids = true, .loss_mask = true};
+  config.boundaries = BoundaryFields::All();
   const std::vector<std::string> problems = config.Problems();
   ASSERT_EQ(problems.size(), 1u);
   // 20 bytes per input token of 8 x 4096, and the end of cu_seqlens, for 36 batches.
   EXPECT_NE(problems[0].find("the loader would hold 63.0 MiB per rank"), std::string::npos)
       << problems[0];
-  EXPECT_NE(problems[0].find("their boundary fields (640.0 KiB a batch)"), std::string::npos)
+  EXPECT_NE(problems[0].find("the boundary fields of 36 of them (640.0 KiB each)"),
+            std::string::npos)
       << problems[0];
 }
 
