@@ -5,8 +5,11 @@
 # (no path into the source or build tree), and runs under mpirun at 2 ranks on a corpus the
 # installed `stoker synth` makes: three batches, a save, a resume at step 3. With the tensor edge
 # built, the same through stoker::torch. Also checks that no internal header was installed, and
-# that `cpack -G DEB` makes a Debian package of the same files.
-# Environment: STOKER_BUILD (this build), STOKER_SOURCE, CMAKE (cmake), MPIRUN, WITH_TORCH (ON/OFF).
+# that `cpack -G DEB` makes a Debian package of the same files. With the Python package built, it
+# lands under PREFIX/PYTHON_DIR, a folder on Debian's Python's path for the prefixes /usr/local
+# and /usr, and `import stoker` from there streams at 2 ranks.
+# Environment: STOKER_BUILD (this build), STOKER_SOURCE, CMAKE (cmake), MPIRUN, WITH_TORCH (ON/OFF),
+# PYTHON_DIR (empty without the Python package).
 set -euo pipefail
 source "$(dirname "$0")/../common/test_lib.sh"
 : "${STOKER_BUILD:?}" "${STOKER_SOURCE:?}" "${CMAKE:?}" "${MPIRUN:?}" "${WITH_TORCH:?}"
@@ -55,6 +58,25 @@ for program in "${programs[@]}"; do
   echo "ok: $program at 2 ranks: $(grep consumer: "$out")"
 done
 
+if [ -n "${PYTHON_DIR:-}" ]; then
+  for f in __init__.py loader.py dataset.py; do
+    [ -e "$prefix/$PYTHON_DIR/stoker/$f" ] || fail "not installed: $PYTHON_DIR/stoker/$f"
+  done
+  [ -n "$(find "$prefix/$PYTHON_DIR/stoker" -name '_stoker*.so')" ] || fail "not installed: _stoker"
+  /usr/bin/python3 -c "import sys; assert {'/usr/local/$PYTHON_DIR', '/usr/$PYTHON_DIR'} <= set(sys.path), sys.path" ||
+    fail "$PYTHON_DIR under /usr/local or /usr is not on Debian's Python's path"
+  PYTHONPATH="$prefix/$PYTHON_DIR" $MPIRUN -np 2 /usr/bin/python3 -c "
+import stoker
+loader = stoker.Loader('$work/corpus', seq_len=32, batch_size=2)
+assert stoker.__file__.startswith('$prefix'), stoker.__file__
+tokens = sum(next(loader)['tokens'].numel() for _ in range(3))
+print(f'python: rank {loader.rank} of {loader.world_size}, step {loader.step}, {tokens} tokens')" > "$work/python.txt" 2>&1 ||
+    fail "the installed Python package at 2 ranks: $(cat "$work/python.txt")"
+  [ "$(grep -c "step 3, 198 tokens" "$work/python.txt")" = 2 ] ||
+    fail "the installed Python package: $(cat "$work/python.txt")"
+  echo "ok: the installed Python package streams at 2 ranks from $PYTHON_DIR"
+fi
+
 # The Debian package of the same install: under /usr, with its dependencies declared.
 (cd "$work" && cpack --config "$STOKER_BUILD/CPackConfig.cmake" -G DEB -B "$work/deb" \
   > "$work/cpack.txt" 2>&1) || fail "cpack -G DEB: $(tail -20 "$work/cpack.txt")"
@@ -65,5 +87,10 @@ for f in ./usr/include/stoker/loader.h ./usr/bin/stoker ./usr/lib/cmake/stoker/s
   grep -q -F " $f" "$work/deb-files.txt" || fail "$(basename "$deb") lacks $f"
 done
 dpkg-deb -f "$deb" Depends | grep -q libhdf5-openmpi-dev || fail "$(basename "$deb") declares no HDF5"
+if [ -n "${PYTHON_DIR:-}" ]; then
+  grep -q -F " ./usr/$PYTHON_DIR/stoker/__init__.py" "$work/deb-files.txt" ||
+    fail "$(basename "$deb") lacks the Python package"
+  dpkg-deb -f "$deb" Depends | grep -q python3-mpi4py || fail "$(basename "$deb") declares no mpi4py"
+fi
 echo "ok: $(basename "$deb"): $(wc -l < "$work/deb-files.txt") entries, depends on" \
   "$(dpkg-deb -f "$deb" Depends)"

@@ -1,0 +1,31 @@
+"""stoker: the MPI data loader for LLM pre-training, for PyTorch trainers written in Python.
+
+Every rank of a job launched by ``mpirun`` or ``srun`` streams its own batches of packed token
+rows from a corpus of HDF5 shards: globally shuffled without an index, mixed across datasets by
+weight, every document once per epoch over the ranks. Its state is saved into the job's
+checkpoint, one file per rank, and a job restarted on another number of ranks goes on with no
+token lost and none repeated. The same loader as the C++ library (same order, same checkpoints).
+
+    import stoker
+    loader = stoker.Loader("/lustre/corpus", weights={"web": 0.7, "code": 0.3},
+                           seq_len=4096, batch_size=8, seed=1234)
+    for batch in loader:
+        logits = model(batch["input_ids"])
+        ...
+
+``help(stoker.Loader)`` explains the loader; docs/python.md in the source tree is the guide.
+Importing the package imports torch and initializes MPI through mpi4py.
+"""
+
+import torch  # noqa: F401  (first: the module hands over torch tensors)
+from mpi4py import MPI  # noqa: F401  (initializes MPI before any loader is made)
+
+from ._stoker import (ConfigError, DataError, Error, Hdf5Error, InternalError, IoError,
+                      MpiError)
+from .dataset import LoaderDataset
+from .loader import Loader, find_resume_step, prepare_fresh_start, prepare_resume
+
+__all__ = [
+    "Loader", "LoaderDataset", "find_resume_step", "prepare_resume", "prepare_fresh_start",
+    "Error", "ConfigError", "DataError", "IoError", "MpiError", "Hdf5Error", "InternalError",
+]

@@ -1,0 +1,32 @@
+"""stoker.LoaderDataset: a stoker.Loader as a torch IterableDataset, for code that wants a
+torch.utils.data.DataLoader."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterator
+
+import torch.utils.data
+
+from . import _stoker
+from .loader import Loader
+
+
+class LoaderDataset(torch.utils.data.IterableDataset):
+    """Yields the batches of ``loader`` as they are (dicts of tensors, see ``stoker.Loader``).
+
+    Use it as ``DataLoader(LoaderDataset(loader), batch_size=None, num_workers=0)``:
+    ``batch_size=None`` because each item already is a whole batch (rows packed and batched by
+    stoker); ``num_workers=0`` because stoker reads ahead on its own thread, in the training
+    process, and a worker process would be a fork of an MPI rank holding a copy of the loader's
+    state: its batches would not be this rank's. Iterating in a worker raises ``ConfigError``."""
+
+    def __init__(self, loader: Loader) -> None:
+        super().__init__()
+        self.loader = loader
+
+    def __iter__(self) -> Iterator[Dict[str, Any]]:
+        if torch.utils.data.get_worker_info() is not None:
+            raise _stoker.ConfigError(
+                "stoker.LoaderDataset in a DataLoader worker: use num_workers=0 (stoker reads "
+                "ahead on its own thread in the training process)")
+        return iter(self.loader)

@@ -1,0 +1,227 @@
+"""stoker.Loader: every rank's stream of batches, its checkpoints and the resume helpers."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Union
+
+from mpi4py import MPI
+
+from . import _stoker
+
+Batch = Dict[str, Any]
+
+_STATE_FORMAT = "stoker.loader/1"
+
+
+def _handle(comm: Optional[MPI.Comm]) -> int:
+    """The Fortran handle of an mpi4py communicator (the world by default)."""
+    return (comm if comm is not None else MPI.COMM_WORLD).py2f()
+
+
+class Loader:
+    """Every rank's stream of batches of packed token rows, for a data-parallel trainer.
+
+    Construction is collective over ``comm`` (an mpi4py communicator, default ``MPI.COMM_WORLD``;
+    the loader duplicates it): it discovers the corpus and checks the configuration on every rank,
+    and fails on every rank together with one of stoker's errors (``stoker.ConfigError``,
+    ``DataError``, ``IoError``, ...; all are ``stoker.Error``) carrying the same message as the C++
+    loader. After that each rank iterates on its own; a background thread per rank reads ahead.
+
+    Iterating gives one dict of torch tensors (on the CPU) per training step, sharing the loader's
+    memory (no copy):
+
+    - ``tokens``: int64 [batch_size, seq_len + 1], the packed rows;
+    - ``input_ids`` and ``labels``: int64 [batch_size, seq_len], views of ``tokens`` without its
+      last and without its first column;
+    - ``step``: int, the global step of this batch (1 for the first batch of a fresh run);
+    - ``dataset_tokens``: dict, dataset name -> tokens of this batch from it;
+    - with ``boundaries=True``, where documents begin and end in the rows, computed from what
+      the loader packed (never guessed from EOS ids): ``position_ids`` int64 [B, S] (positions
+      within each document; ``positions="restart"``, the default, also restarts them at each
+      row, ``"continue"`` carries on from the previous row), ``cu_seqlens`` int32 and
+      ``max_seqlen`` int (FlashAttention's variable-length form over the flattened inputs),
+      ``segment_ids`` int32 [B, S] (1, 2, ... per row), ``loss_mask`` float32 [B, S] (0.0 where
+      the label is the first token of the next document).
+
+    The stream does not end: it wraps from epoch to epoch. ``next()`` releases the GIL while it
+    waits for a batch.
+
+    Arguments (all but ``data`` by keyword): ``weights`` dataset name -> relative weight (default
+    by tokens; datasets not named are not read); ``seq_len``; ``batch_size`` rows per rank;
+    ``seed``; ``logical_shards`` (units of the order ranks own; any rank count up to it works);
+    ``eos_id`` / ``bos_id`` (default: the corpus's eos_id attribute, no BOS); ``prefetch``
+    finished batches kept ready; ``resume_from`` a checkpoint step folder to go on from (see
+    ``prepare_resume``); ``comm``; ``boundaries`` and ``positions`` as above; ``io_depth``
+    (reads in flight, "auto" or a number), ``io_engine`` ("auto", "uring", "threads"),
+    ``direct_io`` ("auto", "on", "off"), ``read_ahead_bytes`` and ``offset_cache_bytes``: how it
+    reads (docs/loader.md, "Reading from storage"); ``trace_dir``: every rank writes what it was
+    handed there, batch by batch, for ``stoker audit TRACE_DIR`` (no token lost or repeated
+    across a chain of resumes on any rank counts; docs/operations.md).
+    """
+
+    def __init__(self, data: str, *, weights: Optional[Mapping[str, float]] = None,
+                 seq_len: int = 4096, batch_size: int = 8, seed: int = 0,
+                 logical_shards: int = 65536, eos_id: Optional[int] = None,
+                 bos_id: Optional[int] = None, prefetch: int = 4,
+                 resume_from: Optional[str] = None, comm: Optional[MPI.Comm] = None,
+                 boundaries: bool = False, positions: str = "restart",
+                 io_depth: Union[int, str] = "auto", io_engine: str = "auto",
+                 direct_io: str = "auto", read_ahead_bytes: Optional[int] = None,
+                 offset_cache_bytes: Optional[int] = None, trace_dir: Optional[str] = None
+                 ) -> None:
+        config = _stoker.LoaderConfig()
+        config.data = str(data)
+        config.weights = dict(weights or {})
+        config.seq_len = seq_len
+        config.batch_size = batch_size
+        config.seed = seed
+        config.logical_shards = logical_shards
+        config.eos_id = eos_id
+        config.bos_id = bos_id
+        config.prefetch = prefetch
+        config.resume_from = str(resume_from or "")
+        config.set_boundaries(bool(boundaries), positions)
+        config.io_depth = 0 if io_depth == "auto" else io_depth
+        config.io_engine = io_engine
+        config.direct_io = direct_io
+        if read_ahead_bytes is not None:
+            config.read_ahead_bytes = read_ahead_bytes
+        if offset_cache_bytes is not None:
+            config.offset_cache_bytes = offset_cache_bytes
+        self._config = config
+        self._comm = comm
+        self._trace_dir = str(trace_dir or "")
+        self._loader = _stoker.Loader(_handle(comm), config, self._trace_dir)
+        self._taken = 0
+        self._saved: Optional[tuple[str, int]] = None  # (step folder, step) of the last save
+
+    def __iter__(self) -> Iterator[Batch]:
+        return self
+
+    def __next__(self) -> Batch:
+        batch = self._loader.next()
+        self._taken += 1
+        return batch
+
+    def save(self, step_dir: str) -> None:
+        """Saves this rank's state after the last batch into ``step_dir``/loader/ (one file per
+        rank, no communication; every rank calls it for the same step). Returns once the state is
+        copied; the file is written in the background (``wait_for_save``). Raises the error of
+        the previous save, if it failed."""
+        self._loader.save(str(step_dir))
+        self._saved = (str(step_dir), self._loader.step)
+
+    def wait_for_save(self) -> None:
+        """Waits for the last save's file to be written; raises its error."""
+        self._loader.wait_for_save()
+
+    @property
+    def step(self) -> int:
+        """The global step of the last batch taken (the resumed step before the first)."""
+        return self._loader.step
+
+    @property
+    def rank(self) -> int:
+        return self._loader.rank
+
+    @property
+    def world_size(self) -> int:
+        return self._loader.world_size
+
+    @property
+    def weights(self) -> Dict[str, float]:
+        """The weights in use, normalized, by dataset name."""
+        return self._loader.weights
+
+    @property
+    def eos_id(self) -> int:
+        return self._loader.eos_id
+
+    @property
+    def bos_id(self) -> Optional[int]:
+        return self._loader.bos_id
+
+    def _order(self) -> Dict[str, Any]:
+        """What fixes the order of documents; a checkpoint of another order is refused."""
+        c = self._config
+        return {"corpus": self._loader.corpus_fingerprint, "seed": c.seed,
+                "logical_shards": c.logical_shards, "seq_len": c.seq_len,
+                "eos_id": self._loader.eos_id, "bos_id": self._loader.bos_id}
+
+    def state_dict(self) -> Dict[str, Any]:
+        """A small picklable value for trainers that checkpoint through a state-dict protocol
+        (torchdata's StatefulDataLoader, Fabric's state): it names the step folder of the last
+        ``save()`` and the fingerprint of the order, never the cursors themselves, so it stays
+        valid when the job comes back on another number of ranks.
+
+        Use: at a checkpoint every rank calls ``loader.save(step_dir)`` and then puts
+        ``loader.state_dict()`` into the trainer's state; on restart, construct the loader as
+        before (on any number of ranks) and call ``loader.load_state_dict(state)`` on every rank
+        before taking a batch. Raises ``ConfigError`` when no save was made at the current step
+        (the state dict would name an older one)."""
+        if self._saved is None or self._saved[1] != self._loader.step:
+            raise _stoker.ConfigError(
+                f"state_dict() at step {self._loader.step} names the step folder of the last "
+                f"save(), " + ("but none was made" if self._saved is None else
+                               f"made at step {self._saved[1]}") +
+                ": call loader.save(step_dir) at this step first")
+        order = self._order()
+        fingerprint = hashlib.sha256(json.dumps(order, sort_keys=True).encode()).hexdigest()[:32]
+        return {"format": _STATE_FORMAT, "step_dir": self._saved[0], "step": self._saved[1],
+                "order": order, "order_fingerprint": fingerprint}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Goes on from the step folder a ``state_dict()`` names, on this communicator's ranks
+        (any number: the state is redistributed). Collective, like construction. Only before the
+        first batch is taken; a state of another order (corpus, seed, logical shards, seq_len,
+        EOS, BOS) is refused naming what differs."""
+        if self._taken > 0:
+            raise _stoker.ConfigError(
+                f"load_state_dict() after {self._taken} batches were taken: call it before "
+                "iterating (the batches already handed out would be given again)")
+        if state.get("format") != _STATE_FORMAT:
+            raise _stoker.ConfigError(
+                f"load_state_dict(): not a stoker loader state (format {state.get('format')!r}, "
+                f"expected {_STATE_FORMAT!r})")
+        mine, theirs = self._order(), dict(state["order"])
+        differ = [f"{k}: saved {theirs.get(k)!r}, now {v!r}" for k, v in mine.items()
+                  if theirs.get(k) != v]
+        if differ:
+            raise _stoker.ConfigError(
+                f"load_state_dict(): the state of {state['step_dir']} is of another order: " +
+                "; ".join(differ))
+        self._config.resume_from = str(state["step_dir"])
+        self._loader = None  # the old one goes first (its reading thread, its communicator)
+        self._loader = _stoker.Loader(_handle(self._comm), self._config, self._trace_dir)
+        self._saved = None
+
+    def _holds_filled_buffer(self, batch: Batch) -> bool:
+        """Whether ``batch["tokens"]`` holds the very buffer the loader filled (no copy); for
+        tests."""
+        return batch["tokens"].data_ptr() == self._loader.last_tokens_buffer
+
+
+def find_resume_step(checkpoint_dir: str, required_files: Sequence[str] = (),
+                     comm: Optional[MPI.Comm] = None) -> Optional[str]:
+    """Collective: the newest complete step folder under ``checkpoint_dir``, or None. A trainer
+    that saves files of its own into the step folder names them in ``required_files`` (relative
+    to the step folder, e.g. "model.pt"): a step without one of them is incomplete."""
+    return _stoker.find_resume_step(_handle(comm), str(checkpoint_dir), list(required_files))
+
+
+def prepare_resume(checkpoint_dir: str, required_files: Sequence[str] = (),
+                   comm: Optional[MPI.Comm] = None) -> Optional[str]:
+    """Collective: ``find_resume_step``, then the step folders newer than the one found (a killed
+    run's partial saves) are renamed to step-<N>.interrupted. A job that will save into
+    ``checkpoint_dir`` calls this and passes the result as ``resume_from``."""
+    return _stoker.prepare_resume(_handle(comm), str(checkpoint_dir), list(required_files))
+
+
+def prepare_fresh_start(checkpoint_dir: str, start_over: bool = False,
+                        comm: Optional[MPI.Comm] = None) -> None:
+    """Collective: for a run that starts at step 0 and will save into ``checkpoint_dir``. Step
+    folders of an earlier run there are refused (``ConfigError`` naming them) unless
+    ``start_over``, when they are deleted."""
+    _stoker.prepare_fresh_start(_handle(comm), str(checkpoint_dir), bool(start_over))

@@ -1,0 +1,200 @@
+// _stoker: the C++ side of the Python package `stoker` (src/python/stoker/ is the side users see,
+// and documents every call). It binds LoaderConfig and the Loader, turns stoker's errors into the
+// package's exceptions (stoker.Error and its kinds), and hands each batch over as a dict of torch
+// tensors that own the loader's buffers: no copy. Calls that wait (construction and the resume
+// helpers, which are collective; next(); wait_for_save()) release the GIL meanwhile.
+//
+// Built on the public headers only, as a user of the library would build it. The communicator
+// comes from mpi4py as its Fortran handle (Comm.py2f()): mpi4py and stoker share Debian's Open MPI.
+#include <mpi.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stoker/error.h"
+#include "stoker/io_engine.h"
+#include "stoker/loader.h"
+#include "stoker/torch.h"
+#include "stoker/trace.h"
+
+namespace py = pybind11;
+
+namespace stoker::python {
+namespace {
+
+MPI_Comm CommOf(int64_t fortran_handle) {
+  return MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_handle));
+}
+
+// The Loader, its piece trace (for `stoker audit`) when asked for, and the address of the last
+// batch's token buffer (for the package's test that the tensor holds that very memory).
+class PyLoader {
+ public:
+  // Collective over `comm`, the trace's opening too.
+  PyLoader(int64_t comm, const LoaderConfig& config, const std::string& trace_dir)
+      : loader_(CommOf(comm), config) {
+    if (!trace_dir.empty()) OpenPieceTrace(CommOf(comm), trace_dir, loader_.step(), &trace_);
+  }
+
+  py::dict Next() {
+    std::optional<TensorBatch> batch;
+    {
+      py::gil_scoped_release release;
+      std::optional<Batch> next = loader_.Next();
+      if (!next) throw InternalError("the loader's stream ended");
+      if (trace_) trace_->Write(*next);
+      last_tokens_buffer_ = reinterpret_cast<uintptr_t>(next->tokens.data());
+      batch = ToTensors(std::move(*next));
+    }
+    return BatchDict(*batch);
+  }
+
+  // The batch as the package hands it over (stoker/loader.py documents the keys).
+  py::dict BatchDict(const TensorBatch& batch) const {
+    py::dict out;
+    out["tokens"] = batch.tokens;
+    out["input_ids"] = batch.inputs();
+    out["labels"] = batch.labels();
+    out["step"] = batch.step;
+    py::dict dataset_tokens;
+    const auto& datasets = loader_.corpus().datasets;
+    for (size_t d = 0; d < datasets.size(); ++d) {
+      dataset_tokens[py::str(datasets[d].name)] = batch.dataset_tokens[d];
+    }
+    out["dataset_tokens"] = dataset_tokens;
+    if (batch.position_ids.defined()) out["position_ids"] = batch.position_ids;
+    if (batch.cu_seqlens.defined()) {
+      out["cu_seqlens"] = batch.cu_seqlens;
+      out["max_seqlen"] = batch.max_seqlen;
+    }
+    if (batch.segment_ids.defined()) out["segment_ids"] = batch.segment_ids;
+    if (batch.loss_mask.defined()) out["loss_mask"] = batch.loss_mask;
+    return out;
+  }
+
+  Loader& loader() { return loader_; }
+  uintptr_t last_tokens_buffer() const { return last_tokens_buffer_; }
+
+ private:
+  Loader loader_;
+  std::optional<PieceTraceWriter> trace_;
+  uintptr_t last_tokens_buffer_ = 0;
+};
+
+std::map<std::string, double> WeightsByName(const Loader& loader) {
+  std::map<std::string, double> out;
+  for (size_t d = 0; d < loader.weights().size(); ++d) {
+    out[loader.corpus().datasets[d].name] = loader.weights()[d];
+  }
+  return out;
+}
+
+void BindErrors(py::module_& m) {
+  // Translators are tried newest first: the kinds after their base.
+  static py::exception<Error> error(m, "Error");
+  py::register_exception<ConfigError>(m, "ConfigError", error.ptr());
+  py::register_exception<DataError>(m, "DataError", error.ptr());
+  py::register_exception<IoError>(m, "IoError", error.ptr());
+  py::register_exception<MpiError>(m, "MpiError", error.ptr());
+  py::register_exception<Hdf5Error>(m, "Hdf5Error", error.ptr());
+  py::register_exception<InternalError>(m, "InternalError", error.ptr());
+}
+
+// A LoaderConfig field of an enum type, read and written by its name.
+template <typename Enum, typename NameOf, typename Parse>
+void NamedField(py::class_<LoaderConfig>& c, const char* name, Enum LoaderConfig::*field,
+                NameOf name_of, Parse parse) {
+  c.def_property(
+      name, [=](const LoaderConfig& self) { return std::string(name_of(self.*field)); },
+      [=](LoaderConfig& self, const std::string& text) { self.*field = parse(text); });
+}
+
+void BindConfig(py::module_& m) {
+  py::class_<LoaderConfig> c(m, "LoaderConfig");
+  c.def(py::init<>())
+      .def_readwrite("data", &LoaderConfig::data)
+      .def_readwrite("weights", &LoaderConfig::weights)
+      .def_readwrite("seq_len", &LoaderConfig::seq_len)
+      .def_readwrite("batch_size", &LoaderConfig::batch_size)
+      .def_readwrite("seed", &LoaderConfig::seed)
+      .def_readwrite("logical_shards", &LoaderConfig::logical_shards)
+      .def_readwrite("eos_id", &LoaderConfig::eos_id)
+      .def_readwrite("bos_id", &LoaderConfig::bos_id)
+      .def_readwrite("prefetch", &LoaderConfig::prefetch)
+      .def_readwrite("read_ahead_bytes", &LoaderConfig::read_ahead_bytes)
+      .def_readwrite("io_depth", &LoaderConfig::io_depth)
+      .def_readwrite("offset_cache_bytes", &LoaderConfig::offset_cache_bytes)
+      .def_readwrite("max_open_files", &LoaderConfig::max_open_files)
+      .def_readwrite("max_memory_bytes", &LoaderConfig::max_memory_bytes)
+      .def_readwrite("resume_from", &LoaderConfig::resume_from)
+      .def("problems", &LoaderConfig::Problems);
+  NamedField(c, "io_engine", &LoaderConfig::io_engine, IoEngineName, ParseIoEngine);
+  NamedField(c, "direct_io", &LoaderConfig::direct_io, DirectIoName, ParseDirectIo);
+  // Every boundary field or none; positions "restart" (each row) or "continue".
+  c.def("set_boundaries", [](LoaderConfig& self, bool on, const std::string& positions) {
+    if (positions != "restart" && positions != "continue") {
+      throw ConfigError("positions must be 'restart' or 'continue'; got '" + positions + "'");
+    }
+    self.boundaries = on ? BoundaryFields::All(positions == "continue"
+                                                   ? PositionIds::kContinue
+                                                   : PositionIds::kRestartEachRow)
+                         : BoundaryFields{};
+  });
+}
+
+void BindLoader(py::module_& m) {
+  py::class_<PyLoader>(m, "Loader")
+      .def(py::init<int64_t, const LoaderConfig&, const std::string&>(),
+           py::call_guard<py::gil_scoped_release>())
+      .def("next", &PyLoader::Next)
+      .def("save", [](PyLoader& self, const std::string& dir) { self.loader().Save(dir); })
+      .def(
+          "wait_for_save", [](PyLoader& self) { self.loader().WaitForSave(); },
+          py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("step", [](PyLoader& self) { return self.loader().step(); })
+      .def_property_readonly("rank", [](PyLoader& self) { return self.loader().rank(); })
+      .def_property_readonly("world_size",
+                             [](PyLoader& self) { return self.loader().world_size(); })
+      .def_property_readonly("weights",
+                             [](PyLoader& self) { return WeightsByName(self.loader()); })
+      .def_property_readonly("eos_id", [](PyLoader& self) { return self.loader().eos_id(); })
+      .def_property_readonly("bos_id", [](PyLoader& self) { return self.loader().bos_id(); })
+      .def_property_readonly("corpus_fingerprint",
+                             [](PyLoader& self) { return self.loader().corpus().fingerprint; })
+      .def_property_readonly("last_tokens_buffer", &PyLoader::last_tokens_buffer);
+
+  m.def(
+      "find_resume_step",
+      [](int64_t comm, const std::string& dir, const std::vector<std::string>& required) {
+        return Loader::FindResumeStep(CommOf(comm), dir, required);
+      },
+      py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "prepare_resume",
+      [](int64_t comm, const std::string& dir, const std::vector<std::string>& required) {
+        return Loader::PrepareResume(CommOf(comm), dir, required);
+      },
+      py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "prepare_fresh_start",
+      [](int64_t comm, const std::string& dir, bool start_over) {
+        Loader::PrepareFreshStart(CommOf(comm), dir, start_over);
+      },
+      py::call_guard<py::gil_scoped_release>());
+}
+
+}  // namespace
+}  // namespace stoker::python
+
+PYBIND11_MODULE(_stoker, m) {
+  m.doc() = "The C++ side of the stoker package; use `import stoker` (help(stoker.Loader)).";
+  stoker::python::BindErrors(m);
+  stoker::python::BindConfig(m);
+  stoker::python::BindLoader(m);
+}

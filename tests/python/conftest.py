@@ -1,0 +1,40 @@
+"""What the package's tests share: the world, the corpus and the C++ dump run.sh made, a folder
+every rank sees, and a check that fails every rank together."""
+
+import os
+
+import pytest
+from mpi4py import MPI
+
+import stoker
+
+WORLD = MPI.COMM_WORLD
+
+
+@pytest.fixture
+def corpus() -> str:
+    return os.environ["STOKER_TEST_CORPUS"]
+
+
+@pytest.fixture
+def shared_dir(request) -> str:
+    """A folder of its own per test, the same on every rank."""
+    path = os.path.join(os.environ["STOKER_TEST_WORK"], request.node.name)
+    if WORLD.rank == 0:
+        os.makedirs(path, exist_ok=True)
+    WORLD.Barrier()
+    return path
+
+
+def agree(ok: bool, what: str) -> None:
+    """Fails on every rank when `ok` is false on any (so that no rank waits alone in a
+    collective); `what` says what a failing rank saw."""
+    failures = [w for w in WORLD.allgather(None if ok else f"rank {WORLD.rank}: {what}") if w]
+    assert not failures, "; ".join(failures)
+
+
+def loader(corpus: str, **settings) -> stoker.Loader:
+    """The configuration of run.sh's `stoker run --dump`, with `settings` on top."""
+    base = dict(seq_len=31, batch_size=3, seed=4, weights={"a": 0.5, "b": 0.3, "c": 0.2})
+    base.update(settings)
+    return stoker.Loader(corpus, **base)

@@ -1,0 +1,100 @@
+"""Checkpoints from Python: saved on every rank of the world, resumed on fewer ranks (every token
+of epoch 0 once, by `stoker audit` of the piece traces), and the state-dict protocol."""
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+import stoker
+from conftest import WORLD, agree, loader
+
+TAKEN = 7  # batches before the save
+
+
+def audit(trace_dir: str, corpus: str) -> dict:
+    """`stoker audit --json` of a trace folder, run by rank 0 as a plain process (not a rank of
+    this job: Open MPI's variables are left out of its environment), its report on every rank."""
+    report = None
+    if WORLD.rank == 0:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_"))}
+        done = subprocess.run([os.environ["STOKER"], "audit", trace_dir, "--data", corpus,
+                               "--json"], env=env, capture_output=True, text=True, timeout=120)
+        report = json.loads(done.stdout) if done.stdout else {"clean": False,
+                                                              "problems": [done.stderr]}
+    return WORLD.bcast(report)
+
+
+def save_on_every_rank(corpus, shared_dir):
+    """TAKEN batches on the whole world with a trace, then a save; the step folder."""
+    trace = os.path.join(shared_dir, "trace")
+    first = loader(corpus, trace_dir=trace)
+    for _ in range(TAKEN):
+        next(first)
+    step_dir = os.path.join(shared_dir, "ck", f"step-{TAKEN}")
+    first.save(step_dir)
+    first.wait_for_save()
+    WORLD.Barrier()
+    return step_dir, trace
+
+
+@pytest.mark.parametrize("fewer", [1, 2])
+def test_saved_on_every_rank_resumed_on_fewer_every_token_once(corpus, shared_dir, fewer):
+    ranks = max(WORLD.size - fewer, 1)  # on 4 ranks: resumed on 3 and on 2
+    step_dir, trace = save_on_every_rank(corpus, shared_dir)
+    sub = WORLD.Split(0 if WORLD.rank < ranks else 1, WORLD.rank)
+    failure = None
+    if WORLD.rank < ranks:
+        try:
+            resumed = loader(corpus, resume_from=step_dir, comm=sub, trace_dir=trace)
+            assert resumed.step == TAKEN and resumed.world_size == ranks
+            # Far past this rank's share of epoch 0 (96,000 tokens and their EOS over the ranks).
+            for _ in range(3 * 102000 // (ranks * 96) + 10):
+                next(resumed)
+            del resumed
+        except Exception as error:  # reported together below, after the collective audit
+            failure = repr(error)
+    sub.Free()
+    WORLD.Barrier()
+    agree(failure is None, str(failure))
+    report = audit(trace, corpus)
+    agree(report["clean"], f"stoker audit: {report.get('problems')}")
+    runs = [(r["start_step"], r["world_size"]) for r in report["runs"]]
+    assert runs == [(0, WORLD.size), (TAKEN, ranks)], runs
+    for name, dataset in report["datasets"].items():
+        epoch0 = next(e for e in dataset["epochs"] if e["epoch"] == 0)
+        assert epoch0["whole_documents"] == dataset["nonempty_docs"], (name, epoch0)
+
+
+def test_state_dict_goes_on_from_the_saved_step_on_any_rank_count(corpus, shared_dir):
+    step_dir, _ = save_on_every_rank(corpus, shared_dir)
+    straight = loader(corpus, resume_from=step_dir)
+    expected = [next(straight)["tokens"] for _ in range(5)]
+
+    first = loader(corpus)
+    with pytest.raises(stoker.ConfigError, match="call loader.save"):
+        first.state_dict()
+    for _ in range(TAKEN):
+        next(first)
+    first.save(step_dir)  # the same state as save_on_every_rank's
+    first.wait_for_save()
+    state = first.state_dict()
+    assert state["step_dir"] == step_dir and state["step"] == TAKEN
+    assert "cursors" not in json.dumps(state)
+    with pytest.raises(stoker.ConfigError, match="after 7 batches were taken"):
+        first.load_state_dict(state)
+
+    again = loader(corpus)
+    again.load_state_dict(state)
+    assert again.step == TAKEN
+    for tokens in expected:
+        assert next(again)["tokens"].equal(tokens)
+
+    other = loader(corpus, seed=5)
+    with pytest.raises(stoker.ConfigError, match="seed: saved 4, now 5"):
+        other.load_state_dict(state)
+    WORLD.Barrier()
+    if WORLD.rank == 0:
+        shutil.rmtree(os.path.join(shared_dir, "ck"))
