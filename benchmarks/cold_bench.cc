@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -182,6 +183,7 @@ struct ColdRun {
   std::vector<ArrayLocations> arrays;
   int width = 4;          // bytes per token
   uint64_t block = 4096;  // fio's reads: the mean document's bytes rounded up to 4 KiB
+  uint64_t salt = 1;      // every read's seed derives from it (Options::salt, or a new one)
 };
 
 // One measurement: tokens per second (file bytes / width where bytes are what is counted), and
@@ -247,7 +249,7 @@ Sample RandomReads(const ColdRun& run, int depth, uint64_t rep) {
   Sample s;
   OnRankZeroAlone(run.world, [&] {
     const CommandResult fio =
-        RunCommand(FioCommand(run, depth, DeriveKey(1, "cold-fio", depth, rep) >> 1));
+        RunCommand(FioCommand(run, depth, DeriveKey(run.salt, "cold-fio", depth, rep) >> 1));
     STOKER_CHECK(fio.status == 0, IoError,
                  "fio at queue depth {} failed (exit status {}; its messages are above)", depth,
                  fio.status);
@@ -259,8 +261,8 @@ Sample RandomReads(const ColdRun& run, int depth, uint64_t rep) {
 Sample Mmap(const ColdRun& run, uint64_t rep) {
   Sample s;
   OnRankZeroAlone(run.world, [&] {
-    const Rate r = ReadRandomDocs<MmapDocs>(run.table, run.o.tokens, DeriveKey(1, "cold-mmap", rep),
-                                            run.arrays);
+    const Rate r = ReadRandomDocs<MmapDocs>(run.table, run.o.tokens,
+                                            DeriveKey(run.salt, "cold-mmap", rep), run.arrays);
     s.tokens_per_second = r.tokens / r.seconds;
   });
   return s;
@@ -269,7 +271,7 @@ Sample Mmap(const ColdRun& run, uint64_t rep) {
 // The options' Loader, with a seed of its own per rank count and run: other documents each time.
 LoaderConfig ColdConfig(const ColdRun& run, int ranks, uint64_t rep) {
   LoaderConfig config = ConfigFor(run.o, run.table.root);
-  config.seed = DeriveKey(1, "cold-loader", ranks, rep);
+  config.seed = DeriveKey(run.salt, "cold-loader", ranks, rep);
   return config;
 }
 
@@ -349,13 +351,14 @@ void PrintCold(const ColdRun& run, const std::vector<Row>& rows) {
       "every file), fio in blocks of %llu bytes; medians of %llu runs; MB = 10^6 bytes "
       "of file; cores: (user + system) / wall seconds, summed over the ranks\n"
       "# loader: --io-engine %s, --io-depth %s, --read-ahead-bytes %llu, --direct-io %s, "
-      "--offset-cache-bytes %llu\n",
+      "--offset-cache-bytes %llu; reads drawn with --salt %llu\n",
       static_cast<unsigned long long>(run.o.tokens), run.o.tokens * run.width / 1e6,
       static_cast<unsigned long long>(run.block), static_cast<unsigned long long>(run.o.repeat),
       std::string(IoEngineName(run.o.io_engine)).c_str(), depth.c_str(),
       static_cast<unsigned long long>(run.o.read_ahead_bytes),
       std::string(DirectIoName(run.o.direct_io.value_or(DirectIo::kAuto))).c_str(),
-      static_cast<unsigned long long>(run.o.offset_cache_bytes));
+      static_cast<unsigned long long>(run.o.offset_cache_bytes),
+      static_cast<unsigned long long>(run.salt));
   std::vector<std::vector<std::string>> cells = {
       {"reader", "M tokens/s", "MB/s", "/ qd32", "IOPS", "cores"}};
   const double baseline = Median(rows[kBaselineRow].tokens_per_second);
@@ -407,7 +410,10 @@ int Cold(const mpi::Comm& world, const Options& o) {
   const std::string root = fmt::format("{}/cold-{}", o.dir, o.corpus_tokens);
   EnsureCorpus(world, ColdSpec(root, o.corpus_tokens));
   const std::optional<mpi::Comm> alone = RankZeroAlone(world);
-  ColdRun run{.world = world, .alone = alone, .o = o, .width = width};
+  ColdRun run{.world = world, .alone = alone, .o = o, .width = width, .salt = o.salt};
+  if (run.salt == 0) {  // other documents and offsets than any earlier run's: rank 0's draw
+    run.salt = world.Max(world.rank() == 0 ? std::random_device{}() | uint64_t{1} << 32 : 0);
+  }
   run.table = DiscoverCorpus(world, root, &run.arrays);
   run.block = FioBlock(run.table, width);
   std::vector<Row> rows = ColdRows(world.size());

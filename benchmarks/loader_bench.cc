@@ -35,7 +35,9 @@
 //                mean document length 1,000, uint32 tokens (vocabulary 128,256), at least 10
 //                times what one measurement reads (a smaller corpus is cached by the kernel's
 //                read-ahead during the run). Before every measurement rank 0 runs sync and writes
-//                3 to /proc/sys/vm/drop_caches; each reads other random documents (another seed):
+//                3 to /proc/sys/vm/drop_caches; each reads other random documents (another seed,
+//                drawn from --salt, a new one each run unless given: the disk's host may cache
+//                what an earlier run read, page cache dropped or not):
 //                  sequential  rank 0 reads every file front to back in 4 MiB reads: the
 //                              device's limit;
 //                  fio qd1/32  fio --rw=randread --direct=1 --ioengine=libaio over the corpus
@@ -121,7 +123,11 @@ constexpr char kUsage[] =
     "                     (--io-depth 0: 128 a node, shared by its ranks)\n"
     "  --direct-io auto|on|off  the Loader's O_DIRECT token reads; default on in cold mode (its\n"
     "                     corpus stands in for one larger than memory, where auto is on), else\n"
-    "                     LoaderConfig's (auto)\n";
+    "                     LoaderConfig's (auto)\n"
+    "  --salt N           cold: draws the documents and fio's offsets of every measurement from N\n"
+    "                     (printed with the table: it repeats a run's reads); default a new one\n"
+    "                     each run, so that no run reads what an earlier one read, which the\n"
+    "                     disk's host may still cache when the page cache is dropped\n";
 
 uint64_t ParseCount(const std::string& flag, const std::string& text) {
   size_t used = 0;
@@ -162,6 +168,7 @@ constexpr std::pair<std::string_view, uint64_t Options::*> kCountOptions[] = {
     {"--offset-cache-bytes", &Options::offset_cache_bytes},
     {"--read-ahead-bytes", &Options::read_ahead_bytes},
     {"--io-depth", &Options::io_depth},
+    {"--salt", &Options::salt},
 };
 
 void SetOption(const std::string& flag, const std::string& value, Options* o) {

@@ -35,6 +35,7 @@ struct Options {
   IoEngine io_engine = LoaderConfig{}.io_engine;
   std::optional<DirectIo> direct_io;  // unset: on in cold mode, else LoaderConfig's
   double step_ms = 0;
+  uint64_t salt = 0;  // cold: what the reads are drawn from; 0: a new salt each run
   bool help = false;
 };
 

@@ -11,8 +11,12 @@
 # WEIGHTS, TRACE_DIR, TRAIN_ARGS, RESULT_FILE, WARNING_SECONDS, STEP and NEW_CHECKPOINT_DIR,
 # where nothing means none (or the default) as below.
 #   STOKER_HOME      the stoker checkout (default: the folder holding jobs/)
-#   STOKER_TRAIN     the trainer program (default $STOKER_HOME/build/stoker-train); another
-#                    trainer must take stoker-train's flags, --check and --ready-file included
+#   TRAINER          which example trainer: stoker-train (C++, the default) or python
+#                    (src/train/train.py under Debian's python3; the package from
+#                    $STOKER_HOME/build/python when it is there, else the installed one)
+#   STOKER_TRAIN     the trainer program (default $STOKER_HOME/build/stoker-train, or
+#                    $STOKER_HOME/src/train/train.py for TRAINER=python); another trainer must
+#                    take stoker-train's flags, --check and --ready-file included
 #   STOKER           the stoker program: steps, reshard, inspect ($STOKER_HOME/build/stoker)
 #   CORPUS           the corpus folder, --data ($STOKER_HOME/out/corpus)
 #   CHECKPOINT_DIR   where step-<N>/ folders go; on storage every node sees
@@ -51,7 +55,19 @@ stoker_settings() {
   : "${STOKER_HOME:?STOKER_HOME must name the stoker checkout}"
   # `=`, not `:=`: a setting given as empty (CHECKPOINT_DIR="") stays empty, and the trainer's
   # --check refuses it by name instead of the default silently taking its place.
-  : "${STOKER_TRAIN=$STOKER_HOME/build/stoker-train}" "${STOKER=$STOKER_HOME/build/stoker}"
+  : "${TRAINER=stoker-train}"
+  case "$TRAINER" in
+    stoker-train) : "${STOKER_TRAIN=$STOKER_HOME/build/stoker-train}" ;;
+    python)
+      : "${STOKER_TRAIN=$STOKER_HOME/src/train/train.py}"
+      # The package as built in the checkout (after a PYTHONPATH of your own); an installed one
+      # is found without it.
+      [ ! -d "$STOKER_HOME/build/python/stoker" ] ||
+        export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$STOKER_HOME/build/python
+      ;;
+    *) stoker_fail "TRAINER must be stoker-train or python, not '$TRAINER'" ;;
+  esac
+  : "${STOKER=$STOKER_HOME/build/stoker}"
   : "${CORPUS=$STOKER_HOME/out/corpus}" "${CHECKPOINT_DIR=$STOKER_HOME/out/checkpoints}"
   : "${STEPS=300}" "${SAVE_EVERY=50}" "${WEIGHTS:=}"
   : "${SEQ_LEN=128}" "${BATCH_SIZE=16}" "${SEED=0}"

@@ -20,8 +20,10 @@
 #include "stoker/error.h"
 #include "stoker/io_engine.h"
 #include "stoker/loader.h"
+#include "stoker/log.h"
 #include "stoker/torch.h"
 #include "stoker/trace.h"
+#include "stoker/weights.h"
 
 namespace py = pybind11;
 
@@ -55,26 +57,28 @@ class PyLoader {
     return BatchDict(*batch);
   }
 
-  // The batch as the package hands it over (stoker/loader.py documents the keys).
-  py::dict BatchDict(const TensorBatch& batch) const {
+  // The batch as the package hands it over (stoker/loader.py documents the keys). The keys and
+  // the dataset names are Python strings made once.
+  py::dict BatchDict(const TensorBatch& batch) {
+    if (!keys_) MakeKeys();
+    const Keys& k = *keys_;
     py::dict out;
-    out["tokens"] = batch.tokens;
-    out["input_ids"] = batch.inputs();
-    out["labels"] = batch.labels();
-    out["step"] = batch.step;
+    out[k.tokens] = batch.tokens;
+    out[k.input_ids] = batch.inputs();
+    out[k.labels] = batch.labels();
+    out[k.step] = batch.step;
     py::dict dataset_tokens;
-    const auto& datasets = loader_.corpus().datasets;
-    for (size_t d = 0; d < datasets.size(); ++d) {
-      dataset_tokens[py::str(datasets[d].name)] = batch.dataset_tokens[d];
+    for (size_t d = 0; d < k.datasets.size(); ++d) {
+      dataset_tokens[k.datasets[d]] = batch.dataset_tokens[d];
     }
-    out["dataset_tokens"] = dataset_tokens;
-    if (batch.position_ids.defined()) out["position_ids"] = batch.position_ids;
+    out[k.dataset_tokens] = dataset_tokens;
+    if (batch.position_ids.defined()) out[k.position_ids] = batch.position_ids;
     if (batch.cu_seqlens.defined()) {
-      out["cu_seqlens"] = batch.cu_seqlens;
-      out["max_seqlen"] = batch.max_seqlen;
+      out[k.cu_seqlens] = batch.cu_seqlens;
+      out[k.max_seqlen] = batch.max_seqlen;
     }
-    if (batch.segment_ids.defined()) out["segment_ids"] = batch.segment_ids;
-    if (batch.loss_mask.defined()) out["loss_mask"] = batch.loss_mask;
+    if (batch.segment_ids.defined()) out[k.segment_ids] = batch.segment_ids;
+    if (batch.loss_mask.defined()) out[k.loss_mask] = batch.loss_mask;
     return out;
   }
 
@@ -82,10 +86,31 @@ class PyLoader {
   uintptr_t last_tokens_buffer() const { return last_tokens_buffer_; }
 
  private:
+  struct Keys {
+    py::str tokens{"tokens"}, input_ids{"input_ids"}, labels{"labels"}, step{"step"},
+        dataset_tokens{"dataset_tokens"}, position_ids{"position_ids"}, cu_seqlens{"cu_seqlens"},
+        max_seqlen{"max_seqlen"}, segment_ids{"segment_ids"}, loss_mask{"loss_mask"};
+    std::vector<py::str> datasets;
+  };
+  void MakeKeys() {
+    keys_.emplace();
+    for (const DatasetInfo& d : loader_.corpus().datasets) keys_->datasets.emplace_back(d.name);
+  }
+
   Loader loader_;
   std::optional<PieceTraceWriter> trace_;
   uintptr_t last_tokens_buffer_ = 0;
+  std::optional<Keys> keys_;  // made with the GIL held, on first use
 };
+
+// The largest vocab_size attribute of the corpus's shards; none when no shard has one.
+std::optional<int64_t> CorpusVocab(const Loader& loader) {
+  std::optional<int64_t> vocab;
+  for (const ShardInfo& shard : loader.corpus().shards) {
+    if (shard.vocab_size) vocab = std::max(vocab.value_or(0), *shard.vocab_size);
+  }
+  return vocab;
+}
 
 std::map<std::string, double> WeightsByName(const Loader& loader) {
   std::map<std::string, double> out;
@@ -161,14 +186,17 @@ void BindLoader(py::module_& m) {
       .def_property_readonly("rank", [](PyLoader& self) { return self.loader().rank(); })
       .def_property_readonly("world_size",
                              [](PyLoader& self) { return self.loader().world_size(); })
-      .def_property_readonly("weights",
-                             [](PyLoader& self) { return WeightsByName(self.loader()); })
+      .def_property_readonly("weights", [](PyLoader& self) { return WeightsByName(self.loader()); })
       .def_property_readonly("eos_id", [](PyLoader& self) { return self.loader().eos_id(); })
       .def_property_readonly("bos_id", [](PyLoader& self) { return self.loader().bos_id(); })
+      .def_property_readonly("vocab_size",
+                             [](PyLoader& self) { return CorpusVocab(self.loader()); })
       .def_property_readonly("corpus_fingerprint",
                              [](PyLoader& self) { return self.loader().corpus().fingerprint; })
       .def_property_readonly("last_tokens_buffer", &PyLoader::last_tokens_buffer);
 
+  m.def("init_logging", [](int rank) { InitLogging(rank); });
+  m.def("parse_weights", [](const std::string& text) { return ParseWeights(text); });
   m.def(
       "find_resume_step",
       [](int64_t comm, const std::string& dir, const std::vector<std::string>& required) {

@@ -15,6 +15,7 @@ namespace stoker::train {
 namespace {
 
 constexpr int kTrainerFormat = 1;
+constexpr const char* kTrainerName = "stoker-train";
 
 nlohmann::json ShapeJson(const ModelShape& s) {
   return {{"vocab", s.vocab},
@@ -67,6 +68,13 @@ void CheckShape(const ModelShape& saved, const ModelShape& now, const std::strin
 TrainerMeta ParseMeta(const std::string& bytes, const std::string& path) {
   try {
     const nlohmann::json j = nlohmann::json::parse(bytes);
+    // train.py (the Python example trainer) writes step folders of the same names.
+    if (const std::string by = j.value("trainer", kTrainerName); by != kTrainerName) {
+      throw ConfigError(fmt::format(
+          "{}: the step folder was written by {}, whose model files this trainer ({}) cannot "
+          "read: resume it with {}",
+          path, by, kTrainerName, by));
+    }
     if (j.at("format_version").get<int>() != kTrainerFormat) {
       throw DataError(fmt::format("{}: format_version {} is not {}", path,
                                   j.at("format_version").dump(), kTrainerFormat));
@@ -99,7 +107,8 @@ std::string ModelChecksum(TinyLm& model) {
 
 void SaveTrainerFiles(const std::string& step_dir, TinyLm& model,
                       torch::optim::Optimizer& optimizer, const TrainerMeta& meta) {
-  nlohmann::json j = {{"format_version", kTrainerFormat},
+  nlohmann::json j = {{"trainer", kTrainerName},
+                      {"format_version", kTrainerFormat},
                       {"step", meta.step},
                       {"world", meta.world},
                       {"model", ShapeJson(meta.shape)},

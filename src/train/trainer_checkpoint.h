@@ -2,13 +2,15 @@
 //
 //   CHECKPOINT_DIR/step-<N>/model.pt       the model's parameters (libtorch archive)
 //                          /optimizer.pt   AdamW's moments and step counts (libtorch archive)
-//                          /trainer.json   step, world size, model shape, seed, lr, warm-up,
-//                                          clipping, checksum
+//                          /trainer.json   the trainer ("stoker-train"), step, world size, model
+//                                          shape, seed, lr, warm-up, clipping, checksum
 //                          /loader/...     the loader's state, one file per rank
 //
 // The model is the same on every rank, so rank 0 alone writes these three files, each atomically
 // (temporary file, fsync, rename), before the ranks save their loader files: a step folder is
-// complete when all of them are there (Loader::FindResumeStep with kTrainerFiles).
+// complete when all of them are there (Loader::FindResumeStep with kTrainerFiles). The Python
+// example trainer (train.py) writes files of the same names, which it names in trainer.json: a
+// step folder of the other trainer is refused, saying so.
 #pragma once
 
 #include <mpi.h>

@@ -31,35 +31,14 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/stoker-slurm-jobs.XXXXXX")
 STOKER_SLURM_ON_EXIT='[ "${STOKER_SLURM_KEEP:-0}" = 1 ] && echo "kept $work" >&2 || rm -rf "$work"'
 trap 'eval "$STOKER_SLURM_ON_EXIT"' EXIT  # until slurm_start takes the trap over
 source "$here/cluster.sh"
+source "$here/job_checks.sh"
 
-checked=()
-ok() {
-  checked+=("$*")
-  echo "ok: $*"
-}
 [ -x "$STOKER_TRAIN" ] || fail "no trainer program at STOKER_TRAIN=$STOKER_TRAIN"
 started=$SECONDS
 slurm_start
 
-# --- A corpus of three datasets through stoker's byte tokenizer (vocab 258). ---
 corpus=$work/corpus
-pack() {
-  local name=$1
-  shift
-  "$STOKER" pack "$@" --out "$corpus/$name" --format text > "$work/pack-$name.log" 2>&1 ||
-    { cat "$work/pack-$name.log" >&2; fail "stoker pack of $name"; }
-}
-shopt -s nullglob
-licenses=(/usr/share/common-licenses/*)
-headers=(/usr/include/*.h)
-copyrights=(/usr/share/doc/*/copyright)
-shopt -u nullglob
-[ ${#licenses[@]} -ge 5 ] && [ ${#headers[@]} -ge 20 ] && [ ${#copyrights[@]} -ge 20 ] ||
-  fail "too few text files for a corpus: ${#licenses[@]} licenses, ${#headers[@]} headers," \
-       "${#copyrights[@]} copyright files"
-pack licenses "${licenses[@]}"
-pack headers "${headers[@]:0:40}"
-pack copyright "${copyrights[@]:0:60}"
+make_corpus "$corpus"
 cd "$work"
 
 # The settings every job shares (sbatch passes the environment on); jobs/common.sh reads them.
@@ -68,71 +47,13 @@ export SAVE_EVERY=5 WEIGHTS=licenses=1,headers=2,copyright=1 SEED=3
 export TRAIN_ARGS="--dim 64 --layers 1 --heads 4 --log-every 5"
 ckpt=$work/ckpt
 
-# run_field FILE INDEX FIELD: FIELD of the INDEX-th (from 0; -1: last) JSON line of FILE.
-run_field() {
-  python3 - "$@" <<'EOF'
-import json, sys
-path, index, field = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-runs = [json.loads(l) for l in open(path) if l.startswith("{")]
-value = runs[index][field] if -len(runs) <= index < len(runs) else "<no run %d>" % index
-print(json.dumps(value) if not isinstance(value, str) else value)
-EOF
-}
-json_lines() {
-  grep -c '^{' "$1" || true
-}
-# expect FILE INDEX FIELD VALUE WHAT: a field of a run's result line.
-expect() {
-  local got
-  got=$(run_field "$1" "$2" "$3")
-  [ "$got" = "$4" ] || fail "$5: $3 is $got, not $4, in result $2 of $1: $(grep '^{' "$1")"
-}
-expect_log() {
-  grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "$3: the log has no line with: $2"; }
-}
-show_job_output() {
-  cat "$work"/*-"$1".out >&2 || true
-}
-# wait_job ID TIMEOUT WHAT: the job must end COMPLETED with exit code 0.
-wait_job() {
-  local state
-  state=$(slurm_wait_done "$1" "$2") || { show_job_output "$1"; fail "$3: still running"; }
-  [ "$state" = COMPLETED ] && [ "$(slurm_field "$1" ExitCode)" = 0:0 ] ||
-    { show_job_output "$1"; fail "$3: job $1 ended $state, exit $(slurm_field "$1" ExitCode)"; }
-}
-# complete_steps DIR: the complete step numbers under DIR, checked independently of the job
-# scripts: the trainer's three files and one loader file per rank of one world size.
-complete_steps() {
-  local d worlds
-  for d in "$1"/step-*; do
-    [ -s "$d/model.pt" ] && [ -s "$d/optimizer.pt" ] && [ -s "$d/trainer.json" ] || continue
-    # The world size of each rank file: as many files as the one world size says.
-    worlds=$(find "$d/loader" -maxdepth 1 -name 'rank-*-of-*.ckpt' 2> /dev/null |
-             sed -n 's/.*-of-0*\([0-9]*\)\.ckpt$/\1/p')
-    [ -n "$worlds" ] && [ "$(wc -l <<< "$worlds")" = "$(sort -u <<< "$worlds")" ] || continue
-    echo "${d##*/step-}"
-  done | sort -n
-}
-has_step_after() {
-  local n
-  for n in $(complete_steps "$1"); do [ "$n" -gt "$2" ] && return 0; done
-  return 1
-}
-# The job was requeued, or it ended without that (a failure, found without waiting for long).
-requeued_or_ended() {
-  [ "$(slurm_field "$1" Restarts)" = 1 ] || _slurm_done "$1"
-}
-
 # --- 1. train.sbatch on 4 tasks, preempted with USR1, requeued, resumed to the end. ---
 t=$SECONDS
 steps1=60  # room for the signal to land before the end
 id=$(slurm_submit STEPS=$steps1 CHECKPOINT_DIR="$ckpt" -n 4 -o "$work/train-%j.out" \
      "$repo/jobs/slurm/train.sbatch")
 out=$work/train-$id.out
-slurm_poll 120 "job $id's first complete checkpoint in $ckpt" has_step_after "$ckpt" 0 ||
-  { cat "$out" >&2 || true; fail "train.sbatch saved no complete step"; }
-[ "$(slurm_field "$id" JobState)" = RUNNING ] || fail "job $id is $(slurm_field "$id" JobState)"
-scancel --batch --signal=USR1 "$id"
+preempt_after "$id" "$ckpt" 0 "$out" "train.sbatch"
 slurm_poll 90 "job $id to be requeued" requeued_or_ended "$id" || true
 [ "$(slurm_field "$id" Restarts)" = 1 ] ||
   { cat "$out" >&2; fail "job $id was not requeued after SIGUSR1"; }
@@ -238,10 +159,7 @@ steps6=1000  # far: the signal must stop it
 id=$(slurm_submit LAUNCHER=srun REQUEUE=0 STEPS=$steps6 CHECKPOINT_DIR="$resharded" -n 2 \
      -o "$work/srun-%j.out" "$repo/jobs/slurm/train.sbatch")
 out=$work/srun-$id.out
-slurm_poll 120 "job $id's first checkpoint after step $steps5" \
-  has_step_after "$resharded" "$steps5" ||
-  { cat "$out" >&2 || true; fail "train.sbatch with srun saved no step"; }
-scancel --batch --signal=USR1 "$id"
+preempt_after "$id" "$resharded" "$steps5" "$out" "train.sbatch with srun"
 wait_job "$id" 90 "train.sbatch with LAUNCHER=srun"
 stop6=$(run_field "$out" 0 end_step)
 expect_log "$out" "running: srun --export=ALL --mpi=pmix" "train.sbatch with LAUNCHER=srun"
@@ -282,25 +200,7 @@ ok "jobs/mpirun/train.sh, 2 ranks: step-$stop6 to $steps7; jobs/mpirun/reshard.s
 slurm_stop
 
 # --- The whole history, audited: no token lost or repeated, the runs as they happened. ---
-rc=0
-"$STOKER" audit "$work/trace" --data "$corpus" --json > "$work/audit.json" 2> "$work/audit.err" ||
-  rc=$?
-[ "$rc" = 0 ] || { cat "$work/audit.json" "$work/audit.err" >&2; fail "stoker audit: exit $rc"; }
-runs="0:4 $stop:4 $steps1:2 $steps3:3 $steps5:2 $stop6:2"
-python3 - "$work/audit.json" "$steps7" "$runs" <<'EOF' || fail "stoker audit of the trace history"
-import json, sys
-audit = json.load(open(sys.argv[1]))
-want_runs = sys.argv[3].split()
-runs = [f"{r['start_step']}:{r['world_size']}" for r in audit["runs"]]
-problems = []
-if not audit["clean"] or audit["problem_count"]:
-    problems.append(f"not clean: {audit['problems']}")
-if runs != want_runs:
-    problems.append(f"runs (start step:ranks) {runs}, expected {want_runs}")
-if audit["steps"] != int(sys.argv[2]) or audit["runs"][-1]["valid_end"] != int(sys.argv[2]):
-    problems.append(f"{audit['steps']} valid steps, expected {sys.argv[2]}")
-sys.exit("; ".join(problems) if problems else 0)
-EOF
+audit_history "$work/trace" "$steps7" "0:4 $stop:4 $steps1:2 $steps3:3 $steps5:2 $stop6:2"
 ok "stoker audit of the trace history: clean, steps 1-$steps7 in 6 runs on 4, 4, 2, 3, 2, 2" \
    "ranks ($(run_field "$work/audit.json" 0 tokens_checked) framed tokens checked)"
 

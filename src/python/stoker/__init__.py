@@ -14,7 +14,9 @@ token lost and none repeated. The same loader as the C++ library (same order, sa
         ...
 
 ``help(stoker.Loader)`` explains the loader; docs/python.md in the source tree is the guide.
-Importing the package imports torch and initializes MPI through mpi4py.
+Importing the package imports torch and initializes MPI through mpi4py, unless
+``mpi4py.rc.initialize`` was set to False first (a process that only checks settings with
+``config_problems``).
 """
 
 import torch  # noqa: F401  (first: the module hands over torch tensors)
@@ -22,10 +24,18 @@ from mpi4py import MPI  # noqa: F401  (initializes MPI before any loader is made
 
 from ._stoker import (ConfigError, DataError, Error, Hdf5Error, InternalError, IoError,
                       MpiError)
+from ._stoker import init_logging as _init_logging
 from .dataset import LoaderDataset
-from .loader import Loader, find_resume_step, prepare_fresh_start, prepare_resume
+from .loader import (Loader, config_problems, find_resume_step, parse_weights,
+                     prepare_fresh_start, prepare_resume)
 
 __all__ = [
     "Loader", "LoaderDataset", "find_resume_step", "prepare_resume", "prepare_fresh_start",
+    "config_problems", "parse_weights",
     "Error", "ConfigError", "DataError", "IoError", "MpiError", "Hdf5Error", "InternalError",
 ]
+
+# The library's log lines (a resume, a rescale, warnings) on stderr, each with its world rank;
+# rank 0 logs progress, the others warnings and errors only.
+if MPI.Is_initialized():
+    _init_logging(MPI.COMM_WORLD.Get_rank())

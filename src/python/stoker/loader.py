@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from mpi4py import MPI
 
@@ -18,6 +18,53 @@ _STATE_FORMAT = "stoker.loader/1"
 def _handle(comm: Optional[MPI.Comm]) -> int:
     """The Fortran handle of an mpi4py communicator (the world by default)."""
     return (comm if comm is not None else MPI.COMM_WORLD).py2f()
+
+
+def _make_config(data: str, *, weights: Optional[Mapping[str, float]] = None,
+                 seq_len: int = 4096, batch_size: int = 8, seed: int = 0,
+                 logical_shards: int = 65536, eos_id: Optional[int] = None,
+                 bos_id: Optional[int] = None, prefetch: int = 4, boundaries: bool = False,
+                 positions: str = "restart", io_depth: Union[int, str] = "auto",
+                 io_engine: str = "auto", direct_io: str = "auto",
+                 read_ahead_bytes: Optional[int] = None,
+                 offset_cache_bytes: Optional[int] = None) -> "_stoker.LoaderConfig":
+    """The C++ LoaderConfig of the Loader's settings (``Loader`` documents them)."""
+    config = _stoker.LoaderConfig()
+    config.data = str(data)
+    config.weights = dict(weights or {})
+    config.seq_len = seq_len
+    config.batch_size = batch_size
+    config.seed = seed
+    config.logical_shards = logical_shards
+    config.eos_id = eos_id
+    config.bos_id = bos_id
+    config.prefetch = prefetch
+    config.set_boundaries(bool(boundaries), positions)
+    config.io_depth = 0 if io_depth == "auto" else io_depth
+    config.io_engine = io_engine
+    config.direct_io = direct_io
+    if read_ahead_bytes is not None:
+        config.read_ahead_bytes = read_ahead_bytes
+    if offset_cache_bytes is not None:
+        config.offset_cache_bytes = offset_cache_bytes
+    return config
+
+
+def config_problems(data: str, **settings: Any) -> List[str]:
+    """Every problem of these ``Loader`` settings that shows without MPI and without reading the
+    corpus (sizes of 0, more memory than a rank may use, ...), one line each, as the loader words
+    them; empty when there is none. Takes the Loader's settings but ``resume_from``, ``comm`` and
+    ``trace_dir``. Needs no communicator and makes no MPI call: a trainer's ``--check`` can run
+    it in a process started without ``mpirun``. A setting of the wrong kind (``positions="x"``)
+    raises ``ConfigError`` instead."""
+    return list(_make_config(data, **settings).problems())
+
+
+def parse_weights(text: str) -> Dict[str, float]:
+    """Mixing weights from the command line's form ``NAME=W,NAME=W`` (as ``stoker run
+    --weights``), for ``Loader(weights=...)``; ``ConfigError`` naming the entry that does not
+    parse."""
+    return dict(_stoker.parse_weights(text))
 
 
 class Loader:
@@ -71,25 +118,13 @@ class Loader:
                  direct_io: str = "auto", read_ahead_bytes: Optional[int] = None,
                  offset_cache_bytes: Optional[int] = None, trace_dir: Optional[str] = None
                  ) -> None:
-        config = _stoker.LoaderConfig()
-        config.data = str(data)
-        config.weights = dict(weights or {})
-        config.seq_len = seq_len
-        config.batch_size = batch_size
-        config.seed = seed
-        config.logical_shards = logical_shards
-        config.eos_id = eos_id
-        config.bos_id = bos_id
-        config.prefetch = prefetch
+        config = _make_config(
+            data, weights=weights, seq_len=seq_len, batch_size=batch_size, seed=seed,
+            logical_shards=logical_shards, eos_id=eos_id, bos_id=bos_id, prefetch=prefetch,
+            boundaries=boundaries, positions=positions, io_depth=io_depth, io_engine=io_engine,
+            direct_io=direct_io, read_ahead_bytes=read_ahead_bytes,
+            offset_cache_bytes=offset_cache_bytes)
         config.resume_from = str(resume_from or "")
-        config.set_boundaries(bool(boundaries), positions)
-        config.io_depth = 0 if io_depth == "auto" else io_depth
-        config.io_engine = io_engine
-        config.direct_io = direct_io
-        if read_ahead_bytes is not None:
-            config.read_ahead_bytes = read_ahead_bytes
-        if offset_cache_bytes is not None:
-            config.offset_cache_bytes = offset_cache_bytes
         self._config = config
         self._comm = comm
         self._trace_dir = str(trace_dir or "")
@@ -142,6 +177,12 @@ class Loader:
     @property
     def bos_id(self) -> Optional[int]:
         return self._loader.bos_id
+
+    @property
+    def vocab_size(self) -> Optional[int]:
+        """The largest ``vocab_size`` attribute of the corpus's shards (``stoker pack`` and
+        ``stoker import`` write one); None when no shard has one."""
+        return self._loader.vocab_size
 
     def _order(self) -> Dict[str, Any]:
         """What fixes the order of documents; a checkpoint of another order is refused."""
