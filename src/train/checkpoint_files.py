@@ -77,6 +77,10 @@ def load_trainer_files(step_dir, shape, model, optimizer, errors):
             raise errors.DataError(f"{path}: format_version {meta.get('format_version')!r} "
                                    f"is not {FORMAT_VERSION}")
         saved = meta["model"]
+        missing = [k for k in ("step", "world", "tokens_trained", "model_checksum")
+                   if k not in meta]
+        if missing:
+            raise KeyError(", ".join(missing))
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise errors.DataError(f"{path} is not a trainer description: {e}") from e
     differ = [f"{k}: saved {saved.get(k)}, now {v}" for k, v in shape.as_dict().items()

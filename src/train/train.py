@@ -43,6 +43,33 @@ import time  # noqa: E402
 from checkpoint_files import write_atomically  # noqa: E402 (beside this file)
 
 
+def _size(text):
+    """Bytes, as stoker-train reads them: a whole number with an optional suffix, K/KB/KiB = 1024,
+    M.. = 1024^2, G.. = 1024^3."""
+    units = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    number = text.rstrip("BbIi")
+    digits = number.rstrip("KkMmGg")
+    unit = number[len(digits):].lower()
+    if not digits.strip().isdigit() or unit not in units:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a size (e.g. 8MiB)")
+    return int(digits) * units[unit]
+
+
+def _depth(text):
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is neither auto nor a number") from None
+
+
+def reading_settings(args):
+    """The Loader's reading settings of the command line."""
+    return {"prefetch": args.prefetch, "read_ahead_bytes": args.read_ahead,
+            "io_depth": args.io_depth, "io_engine": args.io_engine, "direct_io": args.direct_io}
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         """The wrong flag alone (jobs/ names the setting behind every flag it finds), exit 2."""
@@ -50,7 +77,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parse_args(argv):
-    p = _Parser(prog="train.py", description=__doc__,
+    p = _Parser(prog="train.py", description=__doc__, allow_abbrev=False,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     data = p.add_argument_group("data")
     data.add_argument("--data", required=True, help="corpus folder (docs/format.md)")
@@ -61,6 +88,19 @@ def parse_args(argv):
     data.add_argument("--seed", type=int, default=0, help="data order and initial weights")
     data.add_argument("--logical-shards", type=int, default=65536,
                       help="units of the data order ranks own; any rank count up to it works")
+    reading = p.add_argument_group("reading (docs/loader.md, \"Reading from storage\")")
+    reading.add_argument("--prefetch", type=int, default=4,
+                         help="finished batches each rank keeps ready")
+    reading.add_argument("--read-ahead", type=_size, default=None,
+                         help="bytes of batches read at once beyond the finished ones; suffixes "
+                              "KiB, MiB, GiB (default 8MiB)")
+    reading.add_argument("--io-depth", type=_depth, default="auto",
+                         help="reads each rank keeps in flight, or auto: 128 a node, shared")
+    reading.add_argument("--io-engine", choices=("auto", "uring", "threads"), default="auto",
+                         help="what keeps the reads in flight")
+    reading.add_argument("--direct-io", choices=("auto", "on", "off"), default="auto",
+                         help="token reads bypass the page cache (auto: when the corpus is "
+                              "larger than the memory a rank may use)")
     model = p.add_argument_group("model")
     model.add_argument("--vocab", type=int, default=0,
                        help="vocabulary size; 0: the corpus's vocab_size attribute")
@@ -104,7 +144,8 @@ def option_problems(args, stoker, shape_type):
         problems.append(str(e))
     problems += stoker.config_problems(args.data, weights=weights, seq_len=max(args.seq_len, 0),
                                        batch_size=max(args.batch_size, 0), seed=max(args.seed, 0),
-                                       logical_shards=max(args.logical_shards, 0))
+                                       logical_shards=max(args.logical_shards, 0),
+                                       **reading_settings(args))
     if args.data and not os.path.isdir(args.data):
         problems.append(f"--data {args.data}: no such folder")
     if args.steps < 1:
@@ -168,17 +209,22 @@ def main(argv):
         return check_only(args)
     import stoker  # initializes MPI (mpi4py)
     from mpi4py import MPI
+    return run_program(MPI.COMM_WORLD, stoker, lambda: train(args, MPI.COMM_WORLD, stoker))
+
+
+def train(args, comm, stoker):
+    """The settings, checked by rank 0 for all (exit 2 on every rank); the ready file, once every
+    rank has started (its stop handlers installed at its first line); then the run."""
     from tiny_lm import Shape
-    comm = MPI.COMM_WORLD
-    problems = comm.bcast(option_problems(args, stoker, Shape) if comm.rank == 0 else None)
+    from trainer import Trainer, together  # imports torch
+    problems = comm.bcast(together(comm, lambda: comm.rank == 0 and option_problems(
+        args, stoker, Shape)))
     if problems:
         log(comm, "train: wrong settings:\n  " + "\n  ".join(problems))
         return 2
-    comm.Barrier()  # every rank has started, its stop handlers installed at its first line
-    if comm.rank == 0 and args.ready_file:
-        write_atomically(args.ready_file, f"{os.getpid()}\n".encode())
-    from trainer import Trainer  # imports torch
-    return run_program(comm, stoker, lambda: Trainer(args, comm, _stop, log).run())
+    together(comm, lambda: comm.rank == 0 and args.ready_file and write_atomically(
+        args.ready_file, f"{os.getpid()}\n".encode()))
+    return Trainer(args, comm, _stop, log, reading_settings(args)).run()
 
 
 def run_program(comm, stoker, body):

@@ -42,8 +42,10 @@ def together(comm, body):
 def start_gloo(comm):
     """torch.distributed's gloo group over the MPI world: the ranks are MPI's; rank 0 opens the
     rendezvous store on its host (MASTER_ADDR and MASTER_PORT if set, else its host name and a
-    free port) and sends the address to the others over MPI."""
-    timeout = timedelta(minutes=5)
+    free port) and sends the address to the others over MPI. A collective waits up to an hour
+    for its slowest rank (gloo's default, 30 minutes, could end a run whose rank waits on cold
+    storage; stoker-train's MPI waits for ever)."""
+    timeout = timedelta(hours=1)
     host = os.environ.get("MASTER_ADDR") or socket.gethostname()
     store = None
     if comm.rank == 0:
@@ -57,7 +59,9 @@ def start_gloo(comm):
 
 
 class Trainer:
-    def __init__(self, args, comm, stop, log):
+    def __init__(self, args, comm, stop, log, reading):
+        """``stop``: {"signal": N}, set by the stop handler; ``log``: rank 0's log; ``reading``:
+        the Loader's reading settings."""
         self.args, self.comm, self.stop, self.log = args, comm, stop, log
         self.rank, self.size = comm.rank, comm.size
         resume_from = None
@@ -70,7 +74,7 @@ class Trainer:
             args.data, weights=stoker.parse_weights(args.weights) if args.weights else None,
             seq_len=args.seq_len, batch_size=args.batch_size, seed=args.seed,
             logical_shards=args.logical_shards, resume_from=resume_from,
-            boundaries=args.doc_mask, trace_dir=args.trace or None)
+            boundaries=args.doc_mask, trace_dir=args.trace or None, **reading)
         self.shape = together(comm, self._shape)
         torch.manual_seed(args.seed)  # the initial weights depend on the seed alone
         self.model = TinyLm(self.shape)
