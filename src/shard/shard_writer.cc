@@ -52,6 +52,7 @@ void WriteHeader(h5::File* file, TokenType type, std::span<const uint64_t> doc_o
   if (attributes.eos_id) file->WriteIntAttribute("eos_id", *attributes.eos_id);
   if (attributes.bos_id) file->WriteIntAttribute("bos_id", *attributes.bos_id);
   if (attributes.tokenizer) file->WriteStringAttribute("tokenizer", *attributes.tokenizer);
+  if (attributes.source) file->WriteStringAttribute("source", *attributes.source);
   const h5::IntType offset_type{8, false};
   file->CreateIntDataset("/doc_offsets", offset_type, doc_offsets.size());
   file->WriteRaw("/doc_offsets", offset_type, 0, doc_offsets.size(), doc_offsets.data());
@@ -124,6 +125,17 @@ void ShardWriter::Append(std::span<const uint64_t> tokens) {
   }
   file_->WriteRaw("/tokens", IntTypeOf(type_), written_, tokens.size(), narrowed.data());
   written_ += tokens.size();
+}
+
+void ShardWriter::AppendRaw(std::span<const std::byte> raw) {
+  const auto size = static_cast<uint64_t>(TokenTypeSize(type_));
+  const uint64_t count = raw.size() / size;
+  STOKER_ASSERT(file_.has_value(), "{}: append after Finish", path_);
+  STOKER_ASSERT(raw.size() % size == 0, "{}: {} bytes are not whole tokens", path_, raw.size());
+  STOKER_ASSERT(written_ + count <= total_, "{}: {} tokens beyond the declared {}", path_,
+                written_ + count, total_);
+  file_->WriteRaw("/tokens", IntTypeOf(type_), written_, count, raw.data());
+  written_ += count;
 }
 
 void ShardWriter::Finish() {

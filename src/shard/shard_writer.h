@@ -11,6 +11,7 @@
 // them with every other HDF5 call of the process.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -26,6 +27,7 @@ struct ShardAttributes {
   std::optional<int64_t> eos_id;
   std::optional<int64_t> bos_id;
   std::optional<std::string> tokenizer;
+  std::optional<std::string> source;  // where an import took the tokens from (JSON)
 };
 
 class ShardWriter {
@@ -38,6 +40,9 @@ class ShardWriter {
   ~ShardWriter();
 
   void Append(std::span<const uint64_t> tokens);
+  // Tokens already in the shard's type (native byte order) and known to be valid ids: an import
+  // checks them as it reads (import/import_input.h) and writes them as they are.
+  void AppendRaw(std::span<const std::byte> raw);
   // Checks that every token arrived, closes the file and moves it into place.
   void Finish();
 

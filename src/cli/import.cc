@@ -1,0 +1,135 @@
+// `stoker import megatron|npy|mds INPUT... --out DIR/NAME`: corpora tokenized by other stacks
+// into one dataset of shards. Binds the flags into an ImportSpec (import/import.h), draws
+// progress on rank 0 and logs a summary.
+#include "import/import.h"
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/progress.h"
+#include "stoker/log.h"
+
+namespace stoker::cli {
+
+namespace {
+
+const std::map<std::string, TokenType> kTypes = {
+    {"uint8", TokenType::kUint8},   {"int8", TokenType::kInt8},     {"uint16", TokenType::kUint16},
+    {"int16", TokenType::kInt16},   {"uint32", TokenType::kUint32}, {"int32", TokenType::kInt32},
+    {"uint64", TokenType::kUint64}, {"int64", TokenType::kInt64}};
+
+int RunImport(ImportSpec spec, const mpi::Comm& world) {
+  std::optional<Progress> progress;
+  spec.on_progress = [&](uint64_t done, uint64_t total) {
+    if (!progress) progress.emplace("import", total, world.rank() == 0);
+    progress->Update(done);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  const ImportStats stats = ImportDataset(world, spec);
+  if (progress) progress->Finish();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  spdlog::info(
+      "import {}: {} inputs ({:.1f} MB), {} documents, {} tokens ({}) in {} shards to {} in "
+      "{:.2f} s ({:.1f} MB/s over {} ranks)",
+      ImportFormatName(spec.format), stats.inputs, stats.input_bytes / 1e6, stats.documents,
+      stats.tokens, stats.token_type, stats.shards, spec.out, seconds,
+      seconds > 0 ? stats.input_bytes / 1e6 / seconds : 0.0, world.size());
+  if (spec.eos_id && spec.format != ImportFormat::kMds) {
+    spdlog::info(
+        "import {}: {} documents ended in eos id {}, which was removed (eos_id {} is "
+        "recorded: the loader puts it back at every document's end)",
+        ImportFormatName(spec.format), stats.eos_removed, *spec.eos_id, *spec.eos_id);
+  }
+  return 0;
+}
+
+// The options every format shares.
+void AddCommonOptions(CLI::App* sub, ImportSpec* spec) {
+  sub->add_option("--out", spec->out,
+                  "Dataset folder DIR/NAME to write; must be empty or missing unless --force. "
+                  "Written as DIR/.NAME.import and renamed when every rank is done: a failed "
+                  "import leaves nothing behind")
+      ->required();
+  sub->add_option("--shard-tokens", spec->shard_tokens,
+                  "Tokens per shard (suffixes K, M, G = 10^3, 10^6, 10^9); a longer document gets "
+                  "a shard of its own. Memory: one shard's tokens in the input's type per rank")
+      ->transform(CLI::AsNumberWithUnit(
+          std::map<std::string, uint64_t>{{"K", 1000}, {"M", 1000000}, {"G", 1000000000}},
+          CLI::AsNumberWithUnit::CASE_SENSITIVE))
+      ->capture_default_str();
+  sub->add_option("--vocab-size", spec->vocab_size,
+                  "Every id must be below it; recorded as the shards' vocab_size")
+      ->check(CLI::PositiveNumber);
+  sub->add_flag("--narrow", spec->narrow,
+                "Store each shard in the narrowest unsigned type that holds its ids (that of "
+                "--vocab-size when given) when the input's type is wider (default: the input's "
+                "own type)");
+  sub->add_flag("--force", spec->force, "Replace a non-empty --out (the whole folder)");
+}
+
+CLI::App* AddFormat(CLI::App* import, const char* name, const char* help, ImportFormat format,
+                    ImportSpec* spec, const char* inputs_help) {
+  CLI::App* sub = import->add_subcommand(name, help);
+  sub->callback([spec, format] { spec->format = format; });
+  sub->add_option("inputs", spec->inputs, inputs_help)->required();
+  AddCommonOptions(sub, spec);
+  return sub;
+}
+
+}  // namespace
+
+Command SetupImport(CLI::App& app) {
+  auto options = std::make_shared<ImportSpec>();
+  ImportSpec* spec = options.get();
+  CLI::App* import = app.add_subcommand(
+      "import",
+      "Import a corpus tokenized by another stack (Megatron, OLMo/Dolma, Mosaic MDS).\n"
+      "Writes one dataset folder of shards, DIR/NAME/part-RRRRR-KKKKK.h5: documents in input "
+      "order, tokens in the input's own type, each shard's `source` attribute naming the input "
+      "files. Every input is checked as strictly as `stoker verify` checks shards; a bad one is "
+      "one error naming the file. Under mpirun the ranks split the input by bytes.");
+  import->require_subcommand(1);
+  CLI::App* megatron = AddFormat(
+      import, "megatron",
+      "Megatron-LM indexed datasets: PREFIX.idx + PREFIX.bin, as tools/preprocess_data.py "
+      "writes them. A document is a Megatron document (all its sequences).",
+      ImportFormat::kMegatron, spec, "Dataset prefixes (PREFIX, PREFIX.idx or PREFIX.bin)");
+  megatron->add_option("--eod-id", spec->eos_id,
+                       "The end-of-document id Megatron's --append-eod added: a document ending "
+                       "in it loses that token, and it becomes the shards' eos_id (the loader "
+                       "puts it back)");
+  CLI::App* npy = AddFormat(
+      import, "npy",
+      "OLMo / Dolma token files: headerless token arrays (or real .npy files) whose documents "
+      "end at each --eos-id.",
+      ImportFormat::kNpy, spec, "Token files, imported in this order");
+  npy->add_option("--eos-id", spec->eos_id,
+                  "The id that ends each document: removed from the tokens and recorded as the "
+                  "shards' eos_id")
+      ->required();
+  npy->add_option("--dtype", spec->dtype,
+                  "The token type of headerless files (a file with a NumPy header says its own, "
+                  "which must agree)")
+      ->transform(CLI::CheckedTransformer(kTypes).description("uint8 ... uint64, int8 ... int64"));
+  CLI::App* mds = AddFormat(
+      import, "mds",
+      "Mosaic Streaming MDS folders (index.json version 2 and its shard.NNNNN.mds[.zstd] "
+      "files). A document is one sample's --column.",
+      ImportFormat::kMds, spec, "MDS folders, each with an index.json, imported in this order");
+  spec->column = "tokens";
+  mds->add_option("--column", spec->column,
+                  "The column holding the token ids: ndarray:<integer type> or bytes")
+      ->capture_default_str();
+  mds->add_option("--dtype", spec->dtype,
+                  "The element type of a `bytes` column (llm-foundry writes int64)")
+      ->transform(CLI::CheckedTransformer(kTypes).description("uint8 ... uint64, int8 ... int64"));
+  mds->add_option("--eos-id", spec->eos_id, "Recorded as the shards' eos_id (nothing removed)");
+  return {import, [options](const mpi::Comm& world) { return RunImport(*options, world); }};
+}
+
+}  // namespace stoker::cli

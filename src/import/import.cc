@@ -1,0 +1,231 @@
+#include "import/import.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "base/bytes.h"
+#include "base/check.h"
+#include "core/token_type.h"
+#include "import/import_input.h"
+#include "import/mds_input.h"
+#include "import/megatron_input.h"
+#include "import/token_file_input.h"
+#include "os/files.h"
+#include "stoker/log.h"
+#include "stoker/memory.h"
+
+namespace stoker {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr uint64_t kMaxTokenId = (uint64_t{1} << 63) - 1;
+
+// DIR/.NAME.SUFFIX: beside OUT, hidden from discovery (names starting with '.' are ignored).
+std::string Beside(const std::string& out, const char* suffix) {
+  const fs::path path(out);
+  return (path.parent_path() / ("." + path.filename().string() + suffix)).string();
+}
+
+std::unique_ptr<ImportInput> OpenInput(const ImportSpec& spec) {
+  switch (spec.format) {
+    case ImportFormat::kMegatron:
+      return OpenMegatronInput(spec.inputs, spec.eos_id);
+    case ImportFormat::kNpy:
+      return OpenTokenFileInput(spec.inputs, spec.dtype, static_cast<int64_t>(*spec.eos_id));
+    case ImportFormat::kMds:
+      return OpenMdsInput(spec.inputs, spec.column, spec.dtype);
+  }
+  STOKER_ASSERT(false, "import format {}", static_cast<int>(spec.format));
+}
+
+// A rank gathers one shard in the input's type.
+void CheckShardMemory(const ImportSpec& spec, TokenType type, uint64_t ranks_on_node) {
+  const double bytes = static_cast<double>(spec.shard_tokens) * TokenTypeSize(type);
+  const MemoryBudget budget = DefaultMemoryBudget(ranks_on_node);
+  STOKER_CHECK(bytes <= static_cast<double>(budget.bytes), ConfigError,
+               "--shard-tokens {} needs up to {} per rank to gather a shard of {} tokens, above "
+               "the {} a rank may use ({})",
+               spec.shard_tokens, FormatBytes(bytes), TokenTypeName(type),
+               FormatBytes(static_cast<double>(budget.bytes)), budget.why);
+}
+
+// Rank 0: refuses a non-empty OUT unless forced, and makes an empty staging folder.
+void PrepareStaging(const ImportSpec& spec, const std::string& staging) {
+  std::error_code ec;
+  if (fs::exists(spec.out, ec)) {
+    STOKER_CHECK(fs::is_directory(spec.out, ec), ConfigError, "--out {} is not a folder", spec.out);
+    STOKER_CHECK(spec.force || fs::is_empty(spec.out, ec), ConfigError,
+                 "--out {} is not empty; use --force to replace it", spec.out);
+  }
+  if (fs::exists(staging, ec)) {
+    spdlog::warn("import: removing {}, left by an import that did not finish", staging);
+    fs::remove_all(staging, ec);
+    STOKER_CHECK(!ec, IoError, "cannot remove {}: {}", staging, ec.message());
+  }
+  fs::create_directories(staging, ec);
+  STOKER_CHECK(!ec, IoError, "cannot create {}: {}", staging, ec.message());
+}
+
+// Rank 0, once every rank has written its shards: the staging folder becomes OUT.
+void CommitStaging(const ImportSpec& spec, const std::string& staging) {
+  std::error_code ec;
+  const std::string replaced = Beside(spec.out, ".replaced");
+  if (fs::exists(spec.out, ec)) {
+    fs::remove_all(replaced, ec);
+    fs::rename(spec.out, replaced, ec);
+    STOKER_CHECK(!ec, IoError, "cannot move {} aside: {}", spec.out, ec.message());
+  }
+  fs::rename(staging, spec.out, ec);
+  STOKER_CHECK(!ec, IoError, "cannot rename {} to {}: {}", staging, spec.out, ec.message());
+  const std::string parent = fs::path(spec.out).parent_path().string();
+  SyncPath(parent.empty() ? "." : parent, /*folder=*/true);
+  fs::remove_all(replaced, ec);
+}
+
+// Units [lo, hi) of this rank: each rank finds where its share of the bytes starts, and the
+// starts are made non-decreasing (a corrupt index must not make two ranks read one document).
+std::pair<uint64_t, uint64_t> RankUnits(const mpi::Comm& comm, ImportInput* input) {
+  const uint64_t r = comm.rank(), w = comm.size(), bytes = input->bytes();
+  uint64_t start = 0;
+  mpi::FailTogether(comm, [&] {
+    start =
+        r == 0
+            ? 0
+            : input->UnitAt(static_cast<uint64_t>(static_cast<unsigned __int128>(bytes) * r / w));
+  });
+  ByteWriter mine;
+  mine.Put(start);
+  std::vector<uint64_t> starts;
+  for (const std::string& bytes_of_rank : comm.AllGather(mine.bytes())) {
+    ByteReader in(bytes_of_rank);
+    starts.push_back(std::max(in.Get<uint64_t>(), starts.empty() ? 0 : starts.back()));
+  }
+  starts.push_back(std::max(input->units(), starts.back()));
+  return {starts[r], starts[r + 1]};
+}
+
+}  // namespace
+
+const char* ImportFormatName(ImportFormat format) {
+  switch (format) {
+    case ImportFormat::kMegatron:
+      return "megatron";
+    case ImportFormat::kNpy:
+      return "npy";
+    case ImportFormat::kMds:
+      return "mds";
+  }
+  return "?";
+}
+
+void ImportSpec::Validate(uint64_t ranks_on_node) const {
+  std::vector<std::string> problems;
+  if (inputs.empty()) problems.push_back("no inputs given");
+  const std::string name = fs::path(out).filename().string();
+  if (out.empty() || name.empty() || name == "." || name == "..") {
+    problems.push_back(fmt::format("--out '{}' must name a dataset folder, DIR/NAME", out));
+  } else if (name.starts_with(".")) {
+    problems.push_back(
+        fmt::format("--out '{}': a dataset named {} would be ignored (names starting with '.' are)",
+                    out, name));
+  }
+  if (shard_tokens == 0) problems.push_back("--shard-tokens must be at least 1");
+  if (vocab_size && (*vocab_size == 0 || *vocab_size > kMaxTokenId)) {
+    problems.push_back(fmt::format("--vocab-size {} must be in [1, 2^63 - 1]", *vocab_size));
+  }
+  if (eos_id && *eos_id > kMaxTokenId) {
+    problems.push_back(fmt::format("the eos id {} is above 2^63 - 1", *eos_id));
+  }
+  if (eos_id && vocab_size && *eos_id >= *vocab_size) {
+    problems.push_back(
+        fmt::format("the eos id {} is not below --vocab-size {}", *eos_id, *vocab_size));
+  }
+  if (format == ImportFormat::kNpy && !eos_id) {
+    problems.push_back("--eos-id is required: it is where the token files' documents end");
+  }
+  if (format == ImportFormat::kMds && column.empty()) {
+    problems.push_back("--column must name the column holding the token ids");
+  }
+  if (format == ImportFormat::kMegatron && dtype) {
+    problems.push_back("--dtype does not apply to Megatron inputs (their .idx says it)");
+  }
+  (void)ranks_on_node;  // the shard's memory is checked once the input's type is known
+  if (!problems.empty()) ThrowConfigProblems("bad import options:", problems);
+}
+
+ImportStats ImportDataset(const mpi::Comm& comm, const ImportSpec& spec) {
+  const auto ranks_on_node = static_cast<uint64_t>(comm.RanksOnThisNode());
+  std::unique_ptr<ImportInput> input;
+  mpi::FailTogether(comm, [&] {
+    spec.Validate(ranks_on_node);
+    input = OpenInput(spec);
+    CheckShardMemory(spec, input->type(), ranks_on_node);
+  });
+  const std::string staging = Beside(spec.out, ".import");
+  mpi::FailTogether(comm, [&] {
+    if (comm.rank() == 0) PrepareStaging(spec, staging);
+  });
+  std::optional<ImportSink> sink;
+  ImportContext context;
+  try {
+    const auto [first, last] = RankUnits(comm, input.get());
+    const uint64_t r = comm.rank(), w = comm.size(), bytes = input->bytes();
+    const auto share = static_cast<uint64_t>(static_cast<unsigned __int128>(bytes) * (r + 1) / w -
+                                             static_cast<unsigned __int128>(bytes) * r / w);
+    uint64_t done = 0;
+    context.on_read = [&](uint64_t n) {
+      done += n;
+      if (spec.on_progress) spec.on_progress(std::min(done, share), share);
+    };
+    mpi::FailTogether(comm, [&] {
+      SinkSettings settings{staging,
+                            comm.rank(),
+                            spec.shard_tokens,
+                            spec.narrow,
+                            spec.vocab_size,
+                            spec.eos_id,
+                            ImportFormatName(spec.format)};
+      settings.unit = spec.format == ImportFormat::kMegatron ? "documents"
+                      : spec.format == ImportFormat::kNpy    ? "token positions"
+                                                             : "samples";
+      sink.emplace(settings, input->type(), input->Sources());
+      TokenChecker checker(input->type(), spec.vocab_size);
+      context.sink = &*sink;
+      context.checker = &checker;
+      input->Import(first, last, &context);
+      sink->Flush();
+      if (spec.on_progress) spec.on_progress(share, share);
+    });
+    const uint64_t shards = comm.Sum(sink->shards());
+    STOKER_CHECK(shards > 0, DataError, "the inputs hold no documents: nothing to import");
+    mpi::FailTogether(comm, [&] {
+      if (comm.rank() == 0) CommitStaging(spec, staging);
+    });
+  } catch (...) {
+    sink.reset();
+    std::error_code ec;
+    if (comm.rank() == 0) fs::remove_all(staging, ec);
+    throw;
+  }
+  std::vector<uint64_t> totals = {sink->docs(), sink->tokens(), sink->shards(),
+                                  context.eos_removed};
+  comm.SumInPlace(totals);
+  ByteWriter types;
+  for (TokenType t : sink->types()) types.Put(static_cast<uint8_t>(t));
+  std::vector<TokenType> all;
+  for (const std::string& bytes : comm.AllGather(types.bytes())) {
+    for (char c : bytes) {
+      const auto t = static_cast<TokenType>(static_cast<uint8_t>(c));
+      if (std::find(all.begin(), all.end(), t) == all.end()) all.push_back(t);
+    }
+  }
+  std::sort(all.begin(), all.end());
+  return {spec.inputs.size(), input->bytes(), totals[0],           totals[1],
+          totals[2],          totals[3],      TokenTypesLabel(all)};
+}
+
+}  // namespace stoker

@@ -1,0 +1,77 @@
+// Importing tokenized corpora of other stacks into one stoker dataset: `stoker import`.
+//
+// Formats (each reader lives in its own file, behind ImportInput, import/import_input.h):
+//   kMegatron  Megatron-LM indexed datasets, PREFIX.idx + PREFIX.bin (import/megatron_input.h);
+//              a stoker document is a Megatron document, all its sequences.
+//   kNpy       OLMo / Dolma token files: headerless arrays, or real .npy files; documents end at
+//              each eos_id (import/token_file_input.h).
+//   kMds       Mosaic Streaming MDS folders; one sample's column is one document
+//              (import/mds_input.h).
+//
+// Tokens keep the input's type, documents keep their order, and every input is checked as
+// strictly as `stoker verify` checks a shard: a bad or truncated input is one error naming the
+// file and what is wrong. Shards are OUT/part-RRRRR-KKKKK.h5, as `stoker pack` names them, with
+// the input's format, files and sizes in each shard's `source` attribute (docs/format.md).
+//
+// ImportDataset is collective. The ranks split the input by bytes: rank r imports the documents
+// (MDS: the shards) that start in the r-th of W equal parts of the input's bytes, so each rank
+// reads about as much, and path order is input order. Everything is written into a hidden
+// folder beside OUT (DIR/.NAME.import, which discovery ignores) and renamed to OUT when every
+// rank has succeeded: a failure, or a crash, leaves no half-written dataset behind.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mpi/comm.h"
+#include "stoker/token_type.h"
+
+namespace stoker {
+
+enum class ImportFormat { kMegatron, kNpy, kMds };
+
+// "megatron", "npy", "mds".
+const char* ImportFormatName(ImportFormat format);
+
+struct ImportSpec {
+  ImportFormat format = ImportFormat::kMegatron;
+  std::vector<std::string> inputs;  // prefixes, token files or MDS folders, imported in order
+  std::string out;                  // the dataset folder DIR/NAME
+  // Megatron --eod-id and npy --eos-id: the end-of-document id, recorded as the shards' eos_id.
+  // Megatron: a document ending in it loses that token; npy: documents end at each one (which
+  // is removed). MDS: recorded only.
+  std::optional<uint64_t> eos_id;
+  // npy: the type of headerless files. MDS: the element type of a `bytes` column (int64, as
+  // llm-foundry writes it, by default).
+  std::optional<TokenType> dtype;
+  std::string column;                  // MDS: the column holding the token ids
+  std::optional<uint64_t> vocab_size;  // every id must be below it; recorded as vocab_size
+  bool narrow = false;                 // shards in the narrowest unsigned type that holds them
+  uint64_t shard_tokens = uint64_t{1} << 26;  // tokens per shard (a longer document: its own)
+  bool force = false;                         // replace an existing, non-empty OUT
+  // Called on each rank with its own bytes read so far and its share's total.
+  std::function<void(uint64_t done_bytes, uint64_t total_bytes)> on_progress;
+
+  // Throws one ConfigError listing every problem of the spec, a shard's buffer above what a rank
+  // among `ranks_on_node` may use among them.
+  void Validate(uint64_t ranks_on_node = 1) const;
+};
+
+// What an import wrote, summed over all ranks.
+struct ImportStats {
+  uint64_t inputs = 0;       // files or folders given
+  uint64_t input_bytes = 0;  // the bytes the work was split by
+  uint64_t documents = 0;
+  uint64_t tokens = 0;
+  uint64_t shards = 0;
+  uint64_t eos_removed = 0;  // documents whose final eos_id was removed
+  std::string token_type;    // of the shards: "uint16", or "mixed(uint8,uint16)" with --narrow
+};
+
+// Collective over `comm` (see the top of this file). Throws the same error on every rank.
+ImportStats ImportDataset(const mpi::Comm& comm, const ImportSpec& spec);
+
+}  // namespace stoker

@@ -1,0 +1,344 @@
+#include "import/mds_input.h"
+
+#include <zstd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "base/check.h"
+#include "core/token_type.h"
+
+namespace stoker {
+
+namespace {
+
+// How the column's values are laid out in a sample (the MDS `ndarray` and `bytes` encodings).
+struct ColumnCoding {
+  std::string text;               // as index.json says it
+  std::optional<TokenType> type;  // nullopt: a type code leads each sample (plain `ndarray`)
+  bool shape_in_sample = false;   // `ndarray` without a fixed shape: ndim and shape lead
+};
+
+// One MDS shard as index.json describes it.
+struct MdsShard {
+  std::string index;  // the index.json naming it, for messages
+  std::string path;   // the file to read (the compressed one when compressed)
+  uint64_t stored_bytes = 0, raw_bytes = 0, samples = 0;
+  bool zstd = false;
+  std::vector<std::optional<uint64_t>> column_sizes;  // nullopt: sized in each sample
+  size_t column = 0;                                  // the token column's index
+  ColumnCoding coding;
+  uint64_t first_byte = 0;  // of the whole input's stored bytes
+};
+
+std::optional<TokenType> NdarrayType(uint8_t code) {
+  switch (code) {
+    case 8:
+      return TokenType::kUint8;
+    case 9:
+      return TokenType::kInt8;
+    case 16:
+      return TokenType::kUint16;
+    case 17:
+      return TokenType::kInt16;
+    case 32:
+      return TokenType::kUint32;
+    case 33:
+      return TokenType::kInt32;
+    case 64:
+      return TokenType::kUint64;
+    case 65:
+      return TokenType::kInt64;
+    default:
+      return std::nullopt;
+  }
+}
+
+ColumnCoding ParseCoding(const std::string& text, std::optional<TokenType> bytes_dtype,
+                         const std::string& where) {
+  ColumnCoding coding{text};
+  if (text == "bytes") {
+    coding.type = bytes_dtype.value_or(TokenType::kInt64);
+    return coding;
+  }
+  STOKER_CHECK(text == "ndarray" || text.starts_with("ndarray:"), DataError,
+               "{} is encoded '{}'; stoker imports ndarray:<integer type> and bytes columns", where,
+               text);
+  coding.shape_in_sample = std::count(text.begin(), text.end(), ':') < 2;
+  if (text == "ndarray") return coding;
+  const std::string name = text.substr(8, text.find(':', 8) - 8);
+  coding.type = TokenTypeFromName(name);
+  STOKER_CHECK(coding.type.has_value(), DataError,
+               "{} is encoded '{}': {} values are not token ids", where, text, name);
+  return coding;
+}
+
+template <typename T>
+T Field(const nlohmann::json& object, const char* key, const std::string& where) {
+  STOKER_CHECK(object.is_object() && object.contains(key), DataError, "{} has no \"{}\"", where,
+               key);
+  try {
+    return object.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw DataError(fmt::format("{}: \"{}\" is {}, not what MDS writes there", where, key,
+                                object.at(key).dump()));
+  }
+}
+
+// The shards index.json lists in `folder`, checked against the files beside it.
+std::vector<MdsShard> ReadIndex(const std::string& folder, const std::string& column,
+                                std::optional<TokenType> bytes_dtype) {
+  const std::string index_path = (std::filesystem::path(folder) / "index.json").string();
+  const InputFile index_file(index_path);
+  std::string text(index_file.size(), '\0');
+  index_file.Read(0, text.size(), text.data(), "the index");
+  nlohmann::json index;
+  try {
+    index = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(fmt::format("{} is not JSON: {}", index_path, e.what()));
+  }
+  const auto version = Field<int64_t>(index, "version", index_path);
+  STOKER_CHECK(version == 2, DataError, "{} has version {}; stoker reads MDS index version 2",
+               index_path, version);
+  std::vector<MdsShard> shards;
+  for (const nlohmann::json& s : Field<nlohmann::json>(index, "shards", index_path)) {
+    const std::string where = fmt::format("{}, shard {}", index_path, shards.size());
+    MdsShard shard{where};
+    const auto format = Field<std::string>(s, "format", where);
+    STOKER_CHECK(format == "mds", DataError, "{} is of format '{}'; stoker imports MDS shards",
+                 where, format);
+    const auto names = Field<std::vector<std::string>>(s, "column_names", where);
+    const auto codings = Field<std::vector<std::string>>(s, "column_encodings", where);
+    for (const nlohmann::json& size : Field<nlohmann::json>(s, "column_sizes", where)) {
+      STOKER_CHECK(size.is_null() || size.is_number_unsigned(), DataError,
+                   "{}: a column size is {}, not a size or null", where, size.dump());
+      shard.column_sizes.push_back(size.is_null() ? std::nullopt
+                                                  : std::optional(size.get<uint64_t>()));
+    }
+    STOKER_CHECK(names.size() == codings.size() && names.size() == shard.column_sizes.size(),
+                 DataError, "{}: column names, encodings and sizes differ in number", where);
+    const auto found = std::find(names.begin(), names.end(), column);
+    STOKER_CHECK(found != names.end(), ConfigError, "{} has no column '{}' (its columns: {})",
+                 where, column, fmt::join(names, ", "));
+    shard.column = static_cast<size_t>(found - names.begin());
+    shard.coding = ParseCoding(codings[shard.column], bytes_dtype,
+                               fmt::format("{}: column '{}'", where, column));
+    const auto compression = s.value("compression", nlohmann::json());
+    shard.zstd = !compression.is_null();
+    STOKER_CHECK(
+        compression.is_null() ||
+            (compression.is_string() && compression.get<std::string>().starts_with("zstd")),
+        DataError, "{} is compressed with {}; stoker reads zstd", where, compression.dump());
+    const auto raw = Field<nlohmann::json>(s, "raw_data", where);
+    shard.raw_bytes = Field<uint64_t>(raw, "bytes", where + ", raw_data");
+    shard.samples = Field<uint64_t>(s, "samples", where);
+    const auto stored = Field<nlohmann::json>(s, shard.zstd ? "zip_data" : "raw_data", where);
+    shard.path =
+        (std::filesystem::path(folder) / Field<std::string>(stored, "basename", where)).string();
+    shard.stored_bytes = Field<uint64_t>(stored, "bytes", where);
+    shards.push_back(std::move(shard));
+  }
+  return shards;
+}
+
+// A shard's bytes, decompressed, checked against index.json.
+std::vector<std::byte> LoadShard(const MdsShard& shard) {
+  const InputFile file(shard.path);
+  STOKER_CHECK(file.size() == shard.stored_bytes, DataError,
+               "{} is {} bytes, but {} says {}: truncated or rewritten", shard.path, file.size(),
+               shard.index, shard.stored_bytes);
+  std::vector<std::byte> stored(file.size());
+  file.Read(0, stored.size(), stored.data(), "the shard");
+  if (!shard.zstd) return stored;
+  std::vector<std::byte> raw(shard.raw_bytes);
+  const size_t n = ZSTD_decompress(raw.data(), raw.size(), stored.data(), stored.size());
+  STOKER_CHECK(!ZSTD_isError(n), DataError, "{}: zstd cannot decompress it: {}", shard.path,
+               ZSTD_getErrorName(n));
+  STOKER_CHECK(n == shard.raw_bytes, DataError, "{} decompresses to {} bytes, but {} says {}",
+               shard.path, n, shard.index, shard.raw_bytes);
+  return raw;
+}
+
+// Reads little-endian integers of a shard's bytes, every read checked against its end.
+class ShardBytes {
+ public:
+  ShardBytes(std::span<const std::byte> bytes, const std::string& path)
+      : bytes_(bytes), path_(path) {}
+  template <typename T>
+  T Get(uint64_t at, std::string_view what) const {
+    T value;
+    std::memcpy(&value, Span(at, sizeof(T), what).data(), sizeof(T));
+    return value;
+  }
+  std::span<const std::byte> Span(uint64_t at, uint64_t n, std::string_view what) const {
+    STOKER_CHECK(at <= bytes_.size() && n <= bytes_.size() - at, DataError,
+                 "{}: {} at byte {} runs past the end of the shard ({} bytes)", path_, what, at,
+                 bytes_.size());
+    return bytes_.subspan(at, n);
+  }
+
+ private:
+  std::span<const std::byte> bytes_;
+  const std::string& path_;
+};
+
+// The token bytes of `value` (one sample's column) and their type.
+std::pair<std::span<const std::byte>, TokenType> Tokens(const MdsShard& shard,
+                                                        std::span<const std::byte> value,
+                                                        const std::string& where) {
+  const ShardBytes in(value, shard.path);
+  uint64_t at = 0;
+  std::optional<TokenType> type = shard.coding.type;
+  if (!type) {
+    const auto code = in.Get<uint8_t>(at++, "the ndarray's type");
+    type = NdarrayType(code);
+    STOKER_CHECK(type.has_value(), DataError, "{}: ndarray type code {} is not an integer type",
+                 where, code);
+  }
+  const auto size = static_cast<uint64_t>(TokenTypeSize(*type));
+  if (shard.coding.shape_in_sample) {
+    const auto head = in.Get<uint8_t>(at++, "the ndarray's shape");
+    const uint64_t dims = head >> 2, dim_bytes = uint64_t{1} << (head & 3);
+    uint64_t count = 1;
+    for (uint64_t d = 0; d < dims; ++d, at += dim_bytes) {
+      uint64_t dim = 0;
+      std::memcpy(&dim, in.Span(at, dim_bytes, "the ndarray's shape").data(), dim_bytes);
+      count *= dim;
+    }
+    STOKER_CHECK(value.size() - std::min<uint64_t>(at, value.size()) == count * size, DataError,
+                 "{}: the ndarray's shape holds {} values, but {} bytes follow it", where, count,
+                 value.size() - std::min<uint64_t>(at, value.size()));
+  }
+  STOKER_CHECK((value.size() - at) % size == 0, DataError,
+               "{}: {} bytes are not a whole number of {} tokens", where, value.size() - at,
+               TokenTypeName(*type));
+  return {value.subspan(at), *type};
+}
+
+// The bytes of the token column within `sample`.
+std::span<const std::byte> ColumnOf(const MdsShard& shard, std::span<const std::byte> sample,
+                                    const std::string& where) {
+  const uint64_t variable =
+      std::count(shard.column_sizes.begin(), shard.column_sizes.end(), std::nullopt);
+  const ShardBytes in(sample, shard.path);
+  uint64_t at = 4 * variable, next_size = 0, column_at = 0, column_bytes = 0;
+  for (size_t c = 0; c < shard.column_sizes.size(); ++c) {
+    const uint64_t size = shard.column_sizes[c] ? *shard.column_sizes[c]
+                                                : in.Get<uint32_t>(4 * next_size++, "a size");
+    if (c == shard.column) {
+      column_at = at;
+      column_bytes = size;
+    }
+    at += size;
+  }
+  STOKER_CHECK(at == sample.size(), DataError,
+               "{}: its columns take {} bytes, but the sample is {} bytes", where, at,
+               sample.size());
+  return sample.subspan(column_at, column_bytes);
+}
+
+class MdsInput : public ImportInput {
+ public:
+  MdsInput(std::vector<MdsShard> shards, TokenType type) : shards_(std::move(shards)), type_(type) {
+    for (MdsShard& s : shards_) {
+      s.first_byte = bytes_;
+      bytes_ += s.stored_bytes;
+    }
+  }
+  TokenType type() const override { return type_; }
+  uint64_t bytes() const override { return bytes_; }
+  uint64_t units() const override { return shards_.size(); }
+
+  uint64_t UnitAt(uint64_t byte) override {
+    const auto it =
+        std::lower_bound(shards_.begin(), shards_.end(), byte,
+                         [](const MdsShard& s, uint64_t b) { return s.first_byte < b; });
+    return static_cast<uint64_t>(it - shards_.begin());
+  }
+
+  void Import(uint64_t first, uint64_t last, ImportContext* context) override {
+    for (uint64_t i = first; i < last; ++i) {
+      const std::vector<std::byte> bytes = LoadShard(shards_[i]);
+      if (context->on_read) context->on_read(shards_[i].stored_bytes);
+      ImportShard(shards_[i], i, bytes, context);
+    }
+  }
+
+  std::vector<SourceFile> Sources() const override {
+    std::vector<SourceFile> sources;
+    for (const MdsShard& s : shards_) {
+      sources.push_back({std::filesystem::absolute(s.path).string(), s.stored_bytes});
+    }
+    return sources;
+  }
+
+ private:
+  void ImportShard(const MdsShard& shard, size_t input, std::span<const std::byte> bytes,
+                   ImportContext* context) const {
+    const ShardBytes in(bytes, shard.path);
+    const auto count = in.Get<uint32_t>(0, "the sample count");
+    STOKER_CHECK(count == shard.samples, DataError, "{} holds {} samples, but {} says {}",
+                 shard.path, count, shard.index, shard.samples);
+    uint64_t end = 4 + 4 * (uint64_t{count} + 1);  // where the samples may start
+    for (uint64_t i = 0; i < count; ++i) {
+      const auto begin = in.Get<uint32_t>(4 + 4 * i, "a sample offset");
+      const auto next = in.Get<uint32_t>(8 + 4 * i, "a sample offset");
+      STOKER_CHECK(begin >= end && next >= begin, DataError,
+                   "{}: sample {} spans bytes {} to {}, overlapping what comes before it",
+                   shard.path, i, begin, next);
+      end = next;
+      const std::string where = fmt::format("{}: sample {}", shard.path, i);
+      const auto value = ColumnOf(shard, in.Span(begin, next - begin, "a sample"), where);
+      const auto [tokens, type] = Tokens(shard, value, where);
+      STOKER_CHECK(type == type_, DataError, "{} holds {} tokens, but the import's are {}", where,
+                   TokenTypeName(type), TokenTypeName(type_));
+      context->FeedDocument(tokens, input, i, i + 1,
+                            [&](uint64_t k) { return fmt::format("{}, token {}", where, k); });
+    }
+    STOKER_CHECK(end == bytes.size(), DataError,
+                 "{}: its samples end at byte {}, but it is {} bytes", shard.path, end,
+                 bytes.size());
+  }
+
+  std::vector<MdsShard> shards_;
+  TokenType type_;
+  uint64_t bytes_ = 0;
+};
+
+// The type of the import: the column's, or for a plain `ndarray` column that of the first
+// sample of the first shard that has one.
+TokenType ImportType(const std::vector<MdsShard>& shards) {
+  for (const MdsShard& shard : shards) {
+    if (shard.coding.type) return *shard.coding.type;
+    if (shard.samples == 0) continue;
+    const std::vector<std::byte> bytes = LoadShard(shard);
+    const ShardBytes in(bytes, shard.path);
+    const auto begin = in.Get<uint32_t>(4, "a sample offset");
+    const auto next = in.Get<uint32_t>(8, "a sample offset");
+    STOKER_CHECK(next >= begin, DataError, "{}: sample 0 ends before it starts", shard.path);
+    const std::string where = shard.path + ": sample 0";
+    return Tokens(shard, ColumnOf(shard, in.Span(begin, next - begin, "a sample"), where), where)
+        .second;
+  }
+  return TokenType::kInt64;
+}
+
+}  // namespace
+
+std::unique_ptr<ImportInput> OpenMdsInput(const std::vector<std::string>& folders,
+                                          const std::string& column,
+                                          std::optional<TokenType> bytes_dtype) {
+  std::vector<MdsShard> shards;
+  for (const std::string& folder : folders) {
+    STOKER_CHECK(std::filesystem::is_directory(folder), ConfigError,
+                 "{} is not a folder (an MDS dataset is a folder with an index.json)", folder);
+    for (MdsShard& s : ReadIndex(folder, column, bytes_dtype)) shards.push_back(std::move(s));
+  }
+  const TokenType type = ImportType(shards);
+  return std::make_unique<MdsInput>(std::move(shards), type);
+}
+
+}  // namespace stoker
