@@ -66,9 +66,9 @@ void AddCommonOptions(CLI::App* sub, ImportSpec* spec) {
                   "Every id must be below it; recorded as the shards' vocab_size")
       ->check(CLI::PositiveNumber);
   sub->add_flag("--narrow", spec->narrow,
-                "Store each shard in the narrowest unsigned type that holds its ids (that of "
-                "--vocab-size when given) when the input's type is wider (default: the input's "
-                "own type)");
+                "Store each shard as uint16, uint32 or uint64, whichever holds its ids (or "
+                "--vocab-size), when that is no wider than the input's type (default: the "
+                "input's own type)");
   sub->add_flag("--force", spec->force, "Replace a non-empty --out (the whole folder)");
 }
 

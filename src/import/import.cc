@@ -61,6 +61,18 @@ void PrepareStaging(const ImportSpec& spec, const std::string& staging) {
     STOKER_CHECK(spec.force || fs::is_empty(spec.out, ec), ConfigError,
                  "--out {} is not empty; use --force to replace it", spec.out);
   }
+  const std::string replaced = Beside(spec.out, ".replaced");
+  STOKER_CHECK(fs::exists(spec.out, ec) || !fs::exists(replaced, ec), ConfigError,
+               "{} holds the dataset an interrupted import --force was replacing, and {} is "
+               "missing: move it back to {} (or remove it) first",
+               replaced, spec.out, spec.out);
+  for (const std::string& input : spec.inputs) {
+    const fs::path in = fs::weakly_canonical(input, ec), out = fs::weakly_canonical(spec.out, ec);
+    const auto [end, _] = std::mismatch(out.begin(), out.end(), in.begin(), in.end());
+    STOKER_CHECK(end != out.end(), ConfigError,
+                 "input {} lies in --out {}, which the import replaces: write elsewhere", input,
+                 spec.out);
+  }
   if (fs::exists(staging, ec)) {
     spdlog::warn("import: removing {}, left by an import that did not finish", staging);
     fs::remove_all(staging, ec);
@@ -80,7 +92,11 @@ void CommitStaging(const ImportSpec& spec, const std::string& staging) {
     STOKER_CHECK(!ec, IoError, "cannot move {} aside: {}", spec.out, ec.message());
   }
   fs::rename(staging, spec.out, ec);
-  STOKER_CHECK(!ec, IoError, "cannot rename {} to {}: {}", staging, spec.out, ec.message());
+  if (ec) {
+    std::error_code back;
+    if (fs::exists(replaced, back)) fs::rename(replaced, spec.out, back);  // the old one returns
+    throw IoError(fmt::format("cannot rename {} to {}: {}", staging, spec.out, ec.message()));
+  }
   const std::string parent = fs::path(spec.out).parent_path().string();
   SyncPath(parent.empty() ? "." : parent, /*folder=*/true);
   fs::remove_all(replaced, ec);
@@ -122,7 +138,7 @@ const char* ImportFormatName(ImportFormat format) {
   return "?";
 }
 
-void ImportSpec::Validate(uint64_t ranks_on_node) const {
+void ImportSpec::Validate() const {
   std::vector<std::string> problems;
   if (inputs.empty()) problems.push_back("no inputs given");
   const std::string name = fs::path(out).filename().string();
@@ -153,7 +169,6 @@ void ImportSpec::Validate(uint64_t ranks_on_node) const {
   if (format == ImportFormat::kMegatron && dtype) {
     problems.push_back("--dtype does not apply to Megatron inputs (their .idx says it)");
   }
-  (void)ranks_on_node;  // the shard's memory is checked once the input's type is known
   if (!problems.empty()) ThrowConfigProblems("bad import options:", problems);
 }
 
@@ -161,7 +176,7 @@ ImportStats ImportDataset(const mpi::Comm& comm, const ImportSpec& spec) {
   const auto ranks_on_node = static_cast<uint64_t>(comm.RanksOnThisNode());
   std::unique_ptr<ImportInput> input;
   mpi::FailTogether(comm, [&] {
-    spec.Validate(ranks_on_node);
+    spec.Validate();
     input = OpenInput(spec);
     CheckShardMemory(spec, input->type(), ranks_on_node);
   });
@@ -191,7 +206,7 @@ ImportStats ImportDataset(const mpi::Comm& comm, const ImportSpec& spec) {
                             ImportFormatName(spec.format)};
       settings.unit = spec.format == ImportFormat::kMegatron ? "documents"
                       : spec.format == ImportFormat::kNpy    ? "token positions"
-                                                             : "samples";
+                                                             : "samples";  // docs/format.md
       sink.emplace(settings, input->type(), input->Sources());
       TokenChecker checker(input->type(), spec.vocab_size);
       context.sink = &*sink;
@@ -201,14 +216,19 @@ ImportStats ImportDataset(const mpi::Comm& comm, const ImportSpec& spec) {
       if (spec.on_progress) spec.on_progress(share, share);
     });
     const uint64_t shards = comm.Sum(sink->shards());
-    STOKER_CHECK(shards > 0, DataError, "the inputs hold no documents: nothing to import");
+    mpi::FailTogether(comm, [&] {
+      STOKER_CHECK(shards > 0, DataError, "the inputs hold no documents: nothing to import");
+    });
     mpi::FailTogether(comm, [&] {
       if (comm.rank() == 0) CommitStaging(spec, staging);
     });
-  } catch (...) {
-    sink.reset();
+  } catch (const Error& e) {
+    sink.reset();                // removes a shard being streamed
+    if (!e.collective()) throw;  // the program ends the job: nothing can be agreed on
+    comm.Barrier();              // every rank has let go of its files
     std::error_code ec;
     if (comm.rank() == 0) fs::remove_all(staging, ec);
+    if (ec) spdlog::warn("import: cannot remove {}: {}", staging, ec.message());
     throw;
   }
   std::vector<uint64_t> totals = {sink->docs(), sink->tokens(), sink->shards(),

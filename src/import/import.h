@@ -55,9 +55,9 @@ struct ImportSpec {
   // Called on each rank with its own bytes read so far and its share's total.
   std::function<void(uint64_t done_bytes, uint64_t total_bytes)> on_progress;
 
-  // Throws one ConfigError listing every problem of the spec, a shard's buffer above what a rank
-  // among `ranks_on_node` may use among them.
-  void Validate(uint64_t ranks_on_node = 1) const;
+  // Throws one ConfigError listing every problem of the spec (the memory a shard takes is
+  // checked once the input's type is known).
+  void Validate() const;
 };
 
 // What an import wrote, summed over all ranks.

@@ -26,28 +26,40 @@ constexpr uint64_t kChunkBytes = uint64_t{8} << 20;  // a multiple of every toke
 InputFile::InputFile(std::string path) : path_(std::move(path)) {
   std::error_code ec;
   const auto status = std::filesystem::status(path_, ec);
+  STOKER_CHECK(!ec || ec == std::errc::no_such_file_or_directory, IoError,
+               "cannot stat input {}: {}", path_, ec.message());
   STOKER_CHECK(std::filesystem::exists(status), ConfigError, "input {} does not exist", path_);
   STOKER_CHECK(std::filesystem::is_regular_file(status), ConfigError, "input {} is not a file",
                path_);
+  size_ = std::filesystem::file_size(path_, ec);
+  STOKER_CHECK(!ec, IoError, "cannot stat input {}: {}", path_, ec.message());
+}
+
+void InputFile::Release() const { fd_ = UniqueFd(); }
+
+int InputFile::Fd() const {
+  if (fd_.get() >= 0) return fd_.get();
   fd_ = UniqueFd(posix::Open(path_, O_RDONLY | O_CLOEXEC));
   STOKER_CHECK(fd_.get() >= 0, IoError, "cannot open input {}: {}", path_, std::strerror(errno));
-  struct stat st {};
-  STOKER_CHECK(posix::Fstat(fd_.get(), &st, path_) == 0, IoError, "cannot stat input {}: {}", path_,
-               std::strerror(errno));
-  size_ = static_cast<uint64_t>(st.st_size);
   ::posix_fadvise(fd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  return fd_.get();
 }
 
 void InputFile::Read(uint64_t offset, uint64_t bytes, void* out, std::string_view what) const {
   STOKER_CHECK(offset <= size_ && bytes <= size_ - offset, DataError,
                "{} is {} bytes, too short for {} (bytes {} to {})", path_, size_, what, offset,
                offset + bytes);
-  const ReadResult read = ReadAt(fd_.get(), offset, bytes, out, path_);
+  const ReadResult read = ReadAt(Fd(), offset, bytes, out, path_);
   STOKER_CHECK(read.error == 0, IoError, "cannot read {} of {}: {}", what, path_,
                std::strerror(read.error));
   STOKER_CHECK(read.bytes == bytes, DataError,
                "{} ended at byte {} while reading {} (it shrank during the import?)", path_,
                offset + read.bytes, what);
+}
+
+int64_t LargestTokenOf(TokenType type) {
+  const int bits = TokenTypeSize(type) * 8 - (TokenTypeSigned(type) ? 1 : 0);
+  return bits >= 63 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << bits) - 1;
 }
 
 void CheckSameType(const std::string& path, TokenType type, const std::string& first_path,

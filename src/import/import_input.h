@@ -25,8 +25,9 @@
 
 namespace stoker {
 
-// One input file, open for reading. Throws ConfigError when it is missing or not a file,
-// IoError when it cannot be opened.
+// One input file. Throws ConfigError when it is missing or not a file. It is opened at its first
+// read and stays open until Release(), so that an import of thousands of files holds only the
+// ones it is reading (IoError when it cannot be opened).
 class InputFile {
  public:
   explicit InputFile(std::string path);
@@ -35,6 +36,8 @@ class InputFile {
 
   const std::string& path() const { return path_; }
   uint64_t size() const { return size_; }
+  // Closes the file until the next read.
+  void Release() const;
   // Reads exactly `bytes` at `offset`. DataError when the file ends first ("PATH is N bytes,
   // too short for WHAT"), IoError when a read fails.
   void Read(uint64_t offset, uint64_t bytes, void* out, std::string_view what) const;
@@ -52,10 +55,15 @@ class InputFile {
   }
 
  private:
+  int Fd() const;
+
   std::string path_;
-  UniqueFd fd_;
+  mutable UniqueFd fd_;
   uint64_t size_ = 0;
 };
+
+// The largest id a token of `type` can hold (never above 2^63 - 1).
+int64_t LargestTokenOf(TokenType type);
 
 // DataError unless the input at `path` holds tokens of the type of the first input: one import
 // writes a dataset of one type.

@@ -63,6 +63,9 @@ ColumnCoding ParseCoding(const std::string& text, std::optional<TokenType> bytes
     coding.type = bytes_dtype.value_or(TokenType::kInt64);
     return coding;
   }
+  STOKER_CHECK(!bytes_dtype, ConfigError,
+               "{} is encoded '{}', which says its own type: --dtype applies to bytes columns",
+               where, text);
   STOKER_CHECK(text == "ndarray" || text.starts_with("ndarray:"), DataError,
                "{} is encoded '{}'; stoker imports ndarray:<integer type> and bytes columns", where,
                text);
@@ -79,8 +82,13 @@ template <typename T>
 T Field(const nlohmann::json& object, const char* key, const std::string& where) {
   STOKER_CHECK(object.is_object() && object.contains(key), DataError, "{} has no \"{}\"", where,
                key);
+  const nlohmann::json& value = object.at(key);
+  if constexpr (std::is_same_v<T, uint64_t>) {
+    STOKER_CHECK(value.is_number_unsigned(), DataError, "{}: \"{}\" is {}, not a count", where, key,
+                 value.dump());
+  }
   try {
-    return object.at(key).get<T>();
+    return value.get<T>();
   } catch (const nlohmann::json::exception&) {
     throw DataError(fmt::format("{}: \"{}\" is {}, not what MDS writes there", where, key,
                                 object.at(key).dump()));
@@ -134,6 +142,9 @@ std::vector<MdsShard> ReadIndex(const std::string& folder, const std::string& co
         DataError, "{} is compressed with {}; stoker reads zstd", where, compression.dump());
     const auto raw = Field<nlohmann::json>(s, "raw_data", where);
     shard.raw_bytes = Field<uint64_t>(raw, "bytes", where + ", raw_data");
+    STOKER_CHECK(shard.raw_bytes < (uint64_t{1} << 32), DataError,
+                 "{}: raw_data says {} bytes, beyond what an MDS shard's 32-bit offsets reach",
+                 where, shard.raw_bytes);
     shard.samples = Field<uint64_t>(s, "samples", where);
     const auto stored = Field<nlohmann::json>(s, shard.zstd ? "zip_data" : "raw_data", where);
     shard.path =
@@ -206,7 +217,8 @@ std::pair<std::span<const std::byte>, TokenType> Tokens(const MdsShard& shard,
     for (uint64_t d = 0; d < dims; ++d, at += dim_bytes) {
       uint64_t dim = 0;
       std::memcpy(&dim, in.Span(at, dim_bytes, "the ndarray's shape").data(), dim_bytes);
-      count *= dim;
+      STOKER_CHECK(!__builtin_mul_overflow(count, dim, &count), DataError,
+                   "{}: the ndarray's shape overflows", where);
     }
     STOKER_CHECK(value.size() - std::min<uint64_t>(at, value.size()) == count * size, DataError,
                  "{}: the ndarray's shape holds {} values, but {} bytes follow it", where, count,
@@ -228,6 +240,9 @@ std::span<const std::byte> ColumnOf(const MdsShard& shard, std::span<const std::
   for (size_t c = 0; c < shard.column_sizes.size(); ++c) {
     const uint64_t size = shard.column_sizes[c] ? *shard.column_sizes[c]
                                                 : in.Get<uint32_t>(4 * next_size++, "a size");
+    STOKER_CHECK(at <= sample.size() && size <= sample.size() - at, DataError,
+                 "{}: column {} ({} bytes from byte {}) runs past the sample's {} bytes", where, c,
+                 size, at, sample.size());
     if (c == shard.column) {
       column_at = at;
       column_bytes = size;
@@ -237,7 +252,7 @@ std::span<const std::byte> ColumnOf(const MdsShard& shard, std::span<const std::
   STOKER_CHECK(at == sample.size(), DataError,
                "{}: its columns take {} bytes, but the sample is {} bytes", where, at,
                sample.size());
-  return sample.subspan(column_at, column_bytes);
+  return in.Span(column_at, column_bytes, "the column");
 }
 
 class MdsInput : public ImportInput {
@@ -286,9 +301,11 @@ class MdsInput : public ImportInput {
     for (uint64_t i = 0; i < count; ++i) {
       const auto begin = in.Get<uint32_t>(4 + 4 * i, "a sample offset");
       const auto next = in.Get<uint32_t>(8 + 4 * i, "a sample offset");
-      STOKER_CHECK(begin >= end && next >= begin, DataError,
-                   "{}: sample {} spans bytes {} to {}, overlapping what comes before it",
-                   shard.path, i, begin, next);
+      // The writer's configuration (JSON) lies between the offsets and sample 0; samples follow
+      // one another with no gap.
+      STOKER_CHECK((i == 0 ? begin >= end : begin == end) && next >= begin, DataError,
+                   "{}: sample {} spans bytes {} to {}, but the one before it ends at byte {}",
+                   shard.path, i, begin, next, end);
       end = next;
       const std::string where = fmt::format("{}: sample {}", shard.path, i);
       const auto value = ColumnOf(shard, in.Span(begin, next - begin, "a sample"), where);
@@ -338,6 +355,9 @@ std::unique_ptr<ImportInput> OpenMdsInput(const std::vector<std::string>& folder
     for (MdsShard& s : ReadIndex(folder, column, bytes_dtype)) shards.push_back(std::move(s));
   }
   const TokenType type = ImportType(shards);
+  for (const MdsShard& s : shards) {  // a shard of another fixed type fails now, not hours in
+    if (s.coding.type) CheckSameType(s.index, *s.coding.type, shards.front().index, type);
+  }
   return std::make_unique<MdsInput>(std::move(shards), type);
 }
 

@@ -5,8 +5,9 @@
 // "column_encodings": [...], "column_sizes": [...], "compression": null | "zstd[:LEVEL]",
 // "raw_data": {"basename", "bytes"}, "zip_data": null | {"basename", "bytes"}, "samples"}, ...]}.
 // A shard file (zstd-compressed as one whole when "compression" says so): u32 sample count,
-// u32[count + 1] byte offsets of the samples in the file (the last one its size), then the
-// samples; a sample is a u32 size for each column of no fixed size, then every column's bytes.
+// u32[count + 1] byte offsets of the samples in the file (the last one its size), the writer's
+// configuration (JSON, skipped), then the samples, one after the other; a sample is a u32 size for
+// each column of no fixed size, then every column's bytes.
 //
 // The column must hold token ids: `ndarray:<integer type>[:shape]`, plain `ndarray` (type and
 // shape in each sample), or `bytes` holding an array of `bytes_dtype` (int64, as llm-foundry

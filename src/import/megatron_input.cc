@@ -161,6 +161,7 @@ class MegatronInput : public ImportInput {
           hi = mid;
         }
       }
+      p.idx.Release();
       if (lo < p.docs()) return p.first_doc + lo;
     }
     return units_;
@@ -172,11 +173,12 @@ class MegatronInput : public ImportInput {
       const uint64_t begin = std::max(first, p.first_doc);
       const uint64_t end = std::min(last, p.first_doc + p.docs());
       if (begin >= end) continue;
-      CheckEnds(p);
       ChunkReader reader(p.bin, p.bin.size(), context->on_read);
       for (uint64_t j = begin - p.first_doc; j < end - p.first_doc; j += kBlockDocs) {
         ImportBlock(p, i, j, std::min(end - p.first_doc, j + kBlockDocs), &reader, context);
       }
+      p.idx.Release();
+      p.bin.Release();
     }
   }
 
@@ -268,9 +270,16 @@ std::unique_ptr<ImportInput> OpenMegatronInput(const std::vector<std::string>& i
   for (const std::string& input : inputs) {
     prefixes.emplace_back(PrefixOf(input));
     CheckHeader(&prefixes.back());
+    CheckEnds(prefixes.back());  // here too for a prefix no rank imports a document of
+    prefixes.back().idx.Release();
+    prefixes.back().bin.Release();
     CheckSameType(prefixes.back().idx.path(), prefixes.back().type, prefixes.front().idx.path(),
                   prefixes.front().type);
   }
+  const auto& first = prefixes.front();
+  STOKER_CHECK(!eod_id || *eod_id <= LargestTokenOf(first.type), ConfigError,
+               "--eod-id {} cannot occur in {}: its tokens are {}", *eod_id, first.idx.path(),
+               TokenTypeName(first.type));
   return std::make_unique<MegatronInput>(std::move(prefixes), eod_id);
 }
 

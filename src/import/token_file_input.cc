@@ -14,7 +14,7 @@ namespace {
 
 constexpr char kNpyMagic[] = "\x93NUMPY";
 constexpr uint64_t kNpyMagicBytes = 6;
-constexpr uint64_t kMaxHeaderBytes = uint64_t{1} << 20;
+constexpr uint64_t kMaxHeaderBytes = uint64_t{1} << 16;  // real headers are under 4 KiB
 constexpr uint64_t kScanTokens = uint64_t{1} << 16;  // tokens searched at a time for the eos_id
 
 // One token file: where its tokens lie and how many there are.
@@ -76,7 +76,10 @@ void ReadNpyHeader(TokenFile* t) {
   const std::regex number("[0-9]+");
   for (std::sregex_iterator it(shape.begin(), shape.end(), number), none; it != none;
        ++it, ++dims) {
-    count *= std::stoull(it->str());
+    const std::string dim = it->str();
+    STOKER_CHECK(dim.size() <= 18 && !__builtin_mul_overflow(count, std::stoull(dim), &count) &&
+                     count <= (uint64_t{1} << 60),
+                 DataError, "{}: the .npy shape ({}) is too large for a file", path, shape);
   }
   STOKER_CHECK(order == "False" || dims <= 1, DataError,
                "{}: a {}-dimensional array in Fortran order; stoker reads C order", path, dims);
@@ -132,6 +135,7 @@ class TokenFileInput : public ImportInput {
       if (local == 0) return t.first_token;
       ChunkReader reader(t.file, t.data_end(), nullptr);
       const uint64_t eos = FindEos(t, &reader, local - 1);  // the token before may end a document
+      t.file.Release();
       return t.first_token + std::min(eos + 1, t.tokens);
     }
     return units_;
@@ -154,6 +158,7 @@ class TokenFileInput : public ImportInput {
         if (eos < t.tokens) ++context->eos_removed;
         at = eos + 1;
       }
+      t.file.Release();
     }
   }
 
@@ -193,8 +198,12 @@ std::unique_ptr<ImportInput> OpenTokenFileInput(const std::vector<std::string>& 
   for (const std::string& path : paths) {
     files.emplace_back(path);
     OpenTokenFile(&files.back(), dtype);
+    files.back().file.Release();
     CheckSameType(path, files.back().type, files.front().file.path(), files.front().type);
   }
+  STOKER_CHECK(eos_id <= LargestTokenOf(files.front().type), ConfigError,
+               "--eos-id {} cannot occur in {}: its tokens are {}, so no document would end",
+               eos_id, files.front().file.path(), TokenTypeName(files.front().type));
   return std::make_unique<TokenFileInput>(std::move(files), eos_id);
 }
 

@@ -369,6 +369,42 @@ def test_force(run, tmp_path, ranks):
     assert_documents(dataset.documents, [joined(d, "uint16") for d in new])
 
 
+def test_refusals_that_protect_the_data(run, tmp_path):
+    """What an operator can get wrong is refused before anything is written, once, naming what
+    is wrong: inputs that hold no document (at 2 ranks: one error, no MPI_Abort, nothing left
+    behind); --force onto a folder that holds the inputs (the import would delete them); a
+    Megatron prefix whose index has no document but whose .bin has tokens (they would be lost);
+    an --eos-id the token type cannot hold (no document would ever end)."""
+    empty = tmp_path / "empty"
+    formats.write_megatron(empty, [], "uint16")
+    output = import_fails(run, 2, "megatron", [empty], tmp_path / "corpus" / "none",
+                          names=["no documents"])
+    assert output.count("no documents") == 1 and "MPI_ABORT" not in output, output
+
+    inside = tmp_path / "corpus" / "web"
+    inside.mkdir(parents=True)
+    data = inside / "tokens.npy"
+    formats.write_tokens(data, np.array([1, 2, 0, 3], dtype=np.uint16), "uint16")
+    rc, output = run("import", "npy", data, "--eos-id", 0, "--dtype", "uint16", "--out", inside,
+                     "--force", ranks=2)
+    assert rc != 0 and "lies in --out" in output, output
+    assert data.exists(), f"--force deleted its own input:\n{output}"
+
+    lost = tmp_path / "lost"
+    formats.write_megatron(lost, [[[5, 6, 7]]], "uint16")
+    with open(_idx(lost), "r+b") as f:  # D = 1: the index says no document at all
+        f.seek(9 + 8 + 1 + 8)
+        f.write(np.uint64(1).tobytes())
+        f.truncate(9 + 8 + 1 + 8 + 8 + 12 * 1 + 8 * 1)
+    import_fails(run, 1, "megatron", [lost], tmp_path / "corpus" / "lost",
+                 names=["lost.idx", "not from 0 to the sequence count 1"])
+
+    wide = tmp_path / "wide.bin"
+    formats.write_tokens(wide, np.array([1, 2, 3], dtype=np.uint16), "uint16")
+    import_fails(run, 1, "npy", [wide], tmp_path / "corpus" / "wide", "--eos-id", 100257,
+                 "--dtype", "uint16", names=["--eos-id 100257 cannot occur"])
+
+
 # OLMo / Dolma token files ----------------------------------------------------------------------
 
 def token_stream(rng, dtype: str, eos: int, documents: int, high: int, trailing_eos: bool):
