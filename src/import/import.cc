@@ -187,7 +187,9 @@ ImportStats ImportDataset(const mpi::Comm& comm, const ImportSpec& spec) {
   std::optional<ImportSink> sink;
   ImportContext context;
   try {
-    const auto [first, last] = RankUnits(comm, input.get());
+    // Not a structured binding: clang 14 (the sanitizer builds) cannot capture one in a lambda.
+    const std::pair<uint64_t, uint64_t> units = RankUnits(comm, input.get());
+    const uint64_t first = units.first, last = units.second;
     const uint64_t r = comm.rank(), w = comm.size(), bytes = input->bytes();
     const auto share = static_cast<uint64_t>(static_cast<unsigned __int128>(bytes) * (r + 1) / w -
                                              static_cast<unsigned __int128>(bytes) * r / w);
