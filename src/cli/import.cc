@@ -17,10 +17,14 @@ namespace stoker::cli {
 
 namespace {
 
-const std::map<std::string, TokenType> kTypes = {
-    {"uint8", TokenType::kUint8},   {"int8", TokenType::kInt8},     {"uint16", TokenType::kUint16},
-    {"int16", TokenType::kInt16},   {"uint32", TokenType::kUint32}, {"int32", TokenType::kInt32},
-    {"uint64", TokenType::kUint64}, {"int64", TokenType::kInt64}};
+// "uint8" ... "int64", as docs/format.md names them.
+std::map<std::string, TokenType> TypeNames() {
+  std::map<std::string, TokenType> names;
+  for (int t = 0; t <= static_cast<int>(TokenType::kInt64); ++t) {
+    names.emplace(TokenTypeName(static_cast<TokenType>(t)), static_cast<TokenType>(t));
+  }
+  return names;
+}
 
 int RunImport(ImportSpec spec, const mpi::Comm& world) {
   std::optional<Progress> progress;
@@ -115,7 +119,8 @@ Command SetupImport(CLI::App& app) {
   npy->add_option("--dtype", spec->dtype,
                   "The token type of headerless files (a file with a NumPy header says its own, "
                   "which must agree)")
-      ->transform(CLI::CheckedTransformer(kTypes).description("uint8 ... uint64, int8 ... int64"));
+      ->transform(
+          CLI::CheckedTransformer(TypeNames()).description("uint8 ... uint64, int8 ... int64"));
   CLI::App* mds = AddFormat(
       import, "mds",
       "Mosaic Streaming MDS folders (index.json version 2 and its shard.NNNNN.mds[.zstd] "
@@ -127,7 +132,8 @@ Command SetupImport(CLI::App& app) {
       ->capture_default_str();
   mds->add_option("--dtype", spec->dtype,
                   "The element type of a `bytes` column (llm-foundry writes int64)")
-      ->transform(CLI::CheckedTransformer(kTypes).description("uint8 ... uint64, int8 ... int64"));
+      ->transform(
+          CLI::CheckedTransformer(TypeNames()).description("uint8 ... uint64, int8 ... int64"));
   mds->add_option("--eos-id", spec->eos_id, "Recorded as the shards' eos_id (nothing removed)");
   return {import, [options](const mpi::Comm& world) { return RunImport(*options, world); }};
 }

@@ -72,6 +72,11 @@ TokenType TokenTypeForVocab(uint64_t vocab_size) {
   return TokenType::kUint64;
 }
 
+uint64_t LargestTokenId(TokenType type) {
+  const int bits = TokenTypeSize(type) * 8 - (TokenTypeSigned(type) ? 1 : 0);
+  return bits >= 63 ? kMaxTokenId : (uint64_t{1} << bits) - 1;
+}
+
 void WidenTokens(TokenType type, const void* src, size_t count, int64_t* out) {
   switch (type) {
     case TokenType::kUint8: return Widen<uint8_t>(src, count, out);

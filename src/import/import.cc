@@ -22,7 +22,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr uint64_t kMaxTokenId = (uint64_t{1} << 63) - 1;
+// Where rank r's share of `bytes` starts when W ranks split them.
+uint64_t ShareStart(uint64_t bytes, uint64_t r, uint64_t w) {
+  return static_cast<uint64_t>(static_cast<unsigned __int128>(bytes) * r / w);
+}
 
 // DIR/.NAME.SUFFIX: beside OUT, hidden from discovery (names starting with '.' are ignored).
 std::string Beside(const std::string& out, const char* suffix) {
@@ -66,8 +69,9 @@ void PrepareStaging(const ImportSpec& spec, const std::string& staging) {
                "{} holds the dataset an interrupted import --force was replacing, and {} is "
                "missing: move it back to {} (or remove it) first",
                replaced, spec.out, spec.out);
+  const fs::path out = fs::weakly_canonical(spec.out, ec);
   for (const std::string& input : spec.inputs) {
-    const fs::path in = fs::weakly_canonical(input, ec), out = fs::weakly_canonical(spec.out, ec);
+    const fs::path in = fs::weakly_canonical(input, ec);
     const auto [end, _] = std::mismatch(out.begin(), out.end(), in.begin(), in.end());
     STOKER_CHECK(end != out.end(), ConfigError,
                  "input {} lies in --out {}, which the import replaces: write elsewhere", input,
@@ -107,12 +111,7 @@ void CommitStaging(const ImportSpec& spec, const std::string& staging) {
 std::pair<uint64_t, uint64_t> RankUnits(const mpi::Comm& comm, ImportInput* input) {
   const uint64_t r = comm.rank(), w = comm.size(), bytes = input->bytes();
   uint64_t start = 0;
-  mpi::FailTogether(comm, [&] {
-    start =
-        r == 0
-            ? 0
-            : input->UnitAt(static_cast<uint64_t>(static_cast<unsigned __int128>(bytes) * r / w));
-  });
+  mpi::FailTogether(comm, [&] { start = r == 0 ? 0 : input->UnitAt(ShareStart(bytes, r, w)); });
   ByteWriter mine;
   mine.Put(start);
   std::vector<uint64_t> starts;
@@ -153,12 +152,13 @@ void ImportSpec::Validate() const {
   if (vocab_size && (*vocab_size == 0 || *vocab_size > kMaxTokenId)) {
     problems.push_back(fmt::format("--vocab-size {} must be in [1, 2^63 - 1]", *vocab_size));
   }
+  const char* eos_flag = format == ImportFormat::kMegatron ? "--eod-id" : "--eos-id";
   if (eos_id && *eos_id > kMaxTokenId) {
-    problems.push_back(fmt::format("the eos id {} is above 2^63 - 1", *eos_id));
+    problems.push_back(fmt::format("{} {} is above 2^63 - 1", eos_flag, *eos_id));
   }
   if (eos_id && vocab_size && *eos_id >= *vocab_size) {
     problems.push_back(
-        fmt::format("the eos id {} is not below --vocab-size {}", *eos_id, *vocab_size));
+        fmt::format("{} {} is not below --vocab-size {}", eos_flag, *eos_id, *vocab_size));
   }
   if (format == ImportFormat::kNpy && !eos_id) {
     problems.push_back("--eos-id is required: it is where the token files' documents end");
@@ -191,24 +191,21 @@ ImportStats ImportDataset(const mpi::Comm& comm, const ImportSpec& spec) {
     const std::pair<uint64_t, uint64_t> units = RankUnits(comm, input.get());
     const uint64_t first = units.first, last = units.second;
     const uint64_t r = comm.rank(), w = comm.size(), bytes = input->bytes();
-    const auto share = static_cast<uint64_t>(static_cast<unsigned __int128>(bytes) * (r + 1) / w -
-                                             static_cast<unsigned __int128>(bytes) * r / w);
+    const uint64_t share = ShareStart(bytes, r + 1, w) - ShareStart(bytes, r, w);
     uint64_t done = 0;
     context.on_read = [&](uint64_t n) {
       done += n;
       if (spec.on_progress) spec.on_progress(std::min(done, share), share);
     };
     mpi::FailTogether(comm, [&] {
-      SinkSettings settings{staging,
-                            comm.rank(),
-                            spec.shard_tokens,
-                            spec.narrow,
-                            spec.vocab_size,
-                            spec.eos_id,
-                            ImportFormatName(spec.format)};
-      settings.unit = spec.format == ImportFormat::kMegatron ? "documents"
-                      : spec.format == ImportFormat::kNpy    ? "token positions"
-                                                             : "samples";  // docs/format.md
+      const SinkSettings settings{.folder = staging,
+                                  .rank = comm.rank(),
+                                  .shard_tokens = spec.shard_tokens,
+                                  .narrow = spec.narrow,
+                                  .vocab_size = spec.vocab_size,
+                                  .eos_id = spec.eos_id,
+                                  .format = ImportFormatName(spec.format),
+                                  .unit = input->positions()};
       sink.emplace(settings, input->type(), input->Sources());
       TokenChecker checker(input->type(), spec.vocab_size);
       context.sink = &*sink;
@@ -233,21 +230,19 @@ ImportStats ImportDataset(const mpi::Comm& comm, const ImportSpec& spec) {
     if (ec) spdlog::warn("import: cannot remove {}: {}", staging, ec.message());
     throw;
   }
+  // The counts, then for each token type (by its enum value) the ranks that wrote shards of it.
+  constexpr size_t kCounts = 4, kTypes = 8;
   std::vector<uint64_t> totals = {sink->docs(), sink->tokens(), sink->shards(),
                                   context.eos_removed};
+  totals.resize(kCounts + kTypes);
+  for (TokenType t : sink->types()) totals[kCounts + static_cast<size_t>(t)] = 1;
   comm.SumInPlace(totals);
-  ByteWriter types;
-  for (TokenType t : sink->types()) types.Put(static_cast<uint8_t>(t));
-  std::vector<TokenType> all;
-  for (const std::string& bytes : comm.AllGather(types.bytes())) {
-    for (char c : bytes) {
-      const auto t = static_cast<TokenType>(static_cast<uint8_t>(c));
-      if (std::find(all.begin(), all.end(), t) == all.end()) all.push_back(t);
-    }
+  std::vector<TokenType> types;
+  for (size_t t = 0; t < kTypes; ++t) {
+    if (totals[kCounts + t] > 0) types.push_back(static_cast<TokenType>(t));
   }
-  std::sort(all.begin(), all.end());
-  return {spec.inputs.size(), input->bytes(), totals[0],           totals[1],
-          totals[2],          totals[3],      TokenTypesLabel(all)};
+  return {spec.inputs.size(), input->bytes(),        totals[0], totals[1], totals[2],
+          totals[3],          TokenTypesLabel(types)};
 }
 
 }  // namespace stoker

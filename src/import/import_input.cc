@@ -57,11 +57,6 @@ void InputFile::Read(uint64_t offset, uint64_t bytes, void* out, std::string_vie
                offset + read.bytes, what);
 }
 
-int64_t LargestTokenOf(TokenType type) {
-  const int bits = TokenTypeSize(type) * 8 - (TokenTypeSigned(type) ? 1 : 0);
-  return bits >= 63 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << bits) - 1;
-}
-
 void CheckSameType(const std::string& path, TokenType type, const std::string& first_path,
                    TokenType first_type) {
   STOKER_CHECK(type == first_type, DataError,
@@ -109,30 +104,6 @@ TokenChecker::TokenChecker(TokenType type, std::optional<uint64_t> vocab_size)
 
 namespace {
 
-// Calls f(T{}) with T the C++ type of `type`.
-template <typename F>
-auto WithType(TokenType type, F&& f) {
-  switch (type) {
-    case TokenType::kUint8:
-      return f(uint8_t{});
-    case TokenType::kInt8:
-      return f(int8_t{});
-    case TokenType::kUint16:
-      return f(uint16_t{});
-    case TokenType::kInt16:
-      return f(int16_t{});
-    case TokenType::kUint32:
-      return f(uint32_t{});
-    case TokenType::kInt32:
-      return f(int32_t{});
-    case TokenType::kUint64:
-      return f(uint64_t{});
-    case TokenType::kInt64:
-      return f(int64_t{});
-  }
-  STOKER_ASSERT(false, "token type {}", static_cast<int>(type));
-}
-
 // Token i of `raw` (which need not be aligned for T: MDS columns are not).
 template <typename T>
 T TokenAt(std::span<const std::byte> raw, uint64_t i) {
@@ -145,7 +116,7 @@ T TokenAt(std::span<const std::byte> raw, uint64_t i) {
 
 int64_t TokenChecker::Check(std::span<const std::byte> raw,
                             const std::function<std::string(uint64_t index)>& where) const {
-  return WithType(type_, [&](auto zero) -> int64_t {
+  return VisitTokenType(type_, [&](auto zero) -> int64_t {
     using T = decltype(zero);
     const uint64_t count = raw.size() / sizeof(T);
     T lo = std::numeric_limits<T>::max(), hi = 0;
@@ -162,7 +133,7 @@ int64_t TokenChecker::Check(std::span<const std::byte> raw,
 }
 
 uint64_t TokenChecker::Find(std::span<const std::byte> raw, int64_t id) const {
-  return WithType(type_, [&](auto zero) -> uint64_t {
+  return VisitTokenType(type_, [&](auto zero) -> uint64_t {
     using T = decltype(zero);
     const uint64_t count = raw.size() / sizeof(T);
     const auto target = static_cast<T>(id);

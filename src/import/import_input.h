@@ -62,9 +62,6 @@ class InputFile {
   uint64_t size_ = 0;
 };
 
-// The largest id a token of `type` can hold (never above 2^63 - 1).
-int64_t LargestTokenOf(TokenType type);
-
 // DataError unless the input at `path` holds tokens of the type of the first input: one import
 // writes a dataset of one type.
 void CheckSameType(const std::string& path, TokenType type, const std::string& first_path,
@@ -158,8 +155,10 @@ class ImportInput {
   virtual uint64_t UnitAt(uint64_t byte) = 0;
   // Feeds units [first, last) to the context's sink, in order.
   virtual void Import(uint64_t first, uint64_t last, ImportContext* context) = 0;
-  // The input files as the shards' `source` attribute names them.
+  // The input files as the shards' `source` attribute names them, and what the ranges of an
+  // input it gives count ("documents", "token positions", "samples": docs/format.md).
   virtual std::vector<SourceFile> Sources() const = 0;
+  virtual const char* positions() const = 0;
 };
 
 }  // namespace stoker

@@ -5,12 +5,12 @@
 
 #include "base/check.h"
 #include "core/token_type.h"
+#include "shard/part_path.h"
 
 namespace stoker {
 
 namespace {
 
-constexpr uint64_t kMaxParts = 100000;                  // RRRRR and KKKKK have five digits
 constexpr uint64_t kWriteBlock = uint64_t{1} << 20;     // tokens converted at a time (--narrow)
 constexpr uint64_t kReserveTokens = uint64_t{1} << 26;  // the most a sink reserves up front
 
@@ -46,10 +46,7 @@ ImportSink::ImportSink(SinkSettings settings, TokenType type, std::vector<Source
       type_(type),
       size_(TokenTypeSize(type)),
       sources_(std::move(sources)) {
-  STOKER_CHECK(static_cast<uint64_t>(settings_.rank) < kMaxParts, ConfigError,
-               "import runs on at most {} ranks (shards are named part-RRRRR-KKKKK.h5 with five "
-               "digits, so that path order is input order); this is rank {}",
-               kMaxParts, settings_.rank);
+  CheckPartRank(settings_.rank, "import");
   gathered_.reserve(std::min(settings_.shard_tokens, kReserveTokens) * size_);
 }
 
@@ -110,12 +107,7 @@ void ImportSink::Flush() {
 }
 
 std::string ImportSink::NextPath() {
-  STOKER_CHECK(shards_ < kMaxParts, ConfigError,
-               "rank {} would write more than {} shards (part-RRRRR-KKKKK.h5 names keep input "
-               "order only up to KKKKK = 99999); raise --shard-tokens (now {}) or run on more "
-               "ranks",
-               settings_.rank, kMaxParts, settings_.shard_tokens);
-  return fmt::format("{}/part-{:05}-{:05}.h5", settings_.folder, settings_.rank, shards_++);
+  return PartPath(settings_.folder, settings_.rank, shards_++, settings_.shard_tokens);
 }
 
 TokenType ImportSink::NarrowType(int64_t max_id) const {

@@ -266,6 +266,7 @@ class MdsInput : public ImportInput {
   TokenType type() const override { return type_; }
   uint64_t bytes() const override { return bytes_; }
   uint64_t units() const override { return shards_.size(); }
+  const char* positions() const override { return "samples"; }
 
   uint64_t UnitAt(uint64_t byte) override {
     const auto it =

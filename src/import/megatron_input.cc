@@ -147,6 +147,7 @@ class MegatronInput : public ImportInput {
   TokenType type() const override { return prefixes_.front().type; }
   uint64_t bytes() const override { return bytes_; }
   uint64_t units() const override { return units_; }
+  const char* positions() const override { return "documents"; }
 
   uint64_t UnitAt(uint64_t byte) override {
     for (const Prefix& p : prefixes_) {
@@ -277,7 +278,7 @@ std::unique_ptr<ImportInput> OpenMegatronInput(const std::vector<std::string>& i
                   prefixes.front().type);
   }
   const auto& first = prefixes.front();
-  STOKER_CHECK(!eod_id || *eod_id <= LargestTokenOf(first.type), ConfigError,
+  STOKER_CHECK(!eod_id || static_cast<uint64_t>(*eod_id) <= LargestTokenId(first.type), ConfigError,
                "--eod-id {} cannot occur in {}: its tokens are {}", *eod_id, first.idx.path(),
                TokenTypeName(first.type));
   return std::make_unique<MegatronInput>(std::move(prefixes), eod_id);

@@ -126,6 +126,7 @@ class TokenFileInput : public ImportInput {
   TokenType type() const override { return files_.front().type; }
   uint64_t bytes() const override { return bytes_; }
   uint64_t units() const override { return units_; }
+  const char* positions() const override { return "token positions"; }
 
   uint64_t UnitAt(uint64_t byte) override {
     for (const TokenFile& t : files_) {
@@ -201,7 +202,7 @@ std::unique_ptr<ImportInput> OpenTokenFileInput(const std::vector<std::string>& 
     files.back().file.Release();
     CheckSameType(path, files.back().type, files.front().file.path(), files.front().type);
   }
-  STOKER_CHECK(eos_id <= LargestTokenOf(files.front().type), ConfigError,
+  STOKER_CHECK(static_cast<uint64_t>(eos_id) <= LargestTokenId(files.front().type), ConfigError,
                "--eos-id {} cannot occur in {}: its tokens are {}, so no document would end",
                eos_id, files.front().file.path(), TokenTypeName(files.front().type));
   return std::make_unique<TokenFileInput>(std::move(files), eos_id);

@@ -19,19 +19,13 @@ namespace stoker {
 
 namespace {
 
-// The largest id a shard of type T holds: the type's maximum, and never above 2^63 - 1 (readers
-// widen ids to int64; docs/format.md).
-template <typename T>
-constexpr uint64_t LargestId() {
-  return std::min<uint64_t>(std::numeric_limits<T>::max(), std::numeric_limits<int64_t>::max());
-}
-
 template <typename T>
 void Narrow(std::span<const uint64_t> tokens, uint64_t first_index, const std::string& path,
             std::vector<char>* out) {
   out->resize(tokens.size() * sizeof(T));
   T* dst = reinterpret_cast<T*>(out->data());
-  constexpr uint64_t kMax = LargestId<T>();
+  constexpr uint64_t kMax =
+      std::min<uint64_t>(std::numeric_limits<T>::max(), std::numeric_limits<int64_t>::max());
   for (size_t i = 0; i < tokens.size(); ++i) {
     STOKER_CHECK(tokens[i] <= kMax, DataError,
                  "{}: token {} at /tokens[{}] does not fit in the shard's {}-bit{} token type "
@@ -97,32 +91,8 @@ void ShardWriter::Append(std::span<const uint64_t> tokens) {
   STOKER_ASSERT(written_ + tokens.size() <= total_, "{}: {} tokens beyond the declared {}", path_,
                 written_ + tokens.size(), total_);
   std::vector<char> narrowed;
-  switch (type_) {
-    case TokenType::kUint8:
-      Narrow<uint8_t>(tokens, written_, path_, &narrowed);
-      break;
-    case TokenType::kInt8:
-      Narrow<int8_t>(tokens, written_, path_, &narrowed);
-      break;
-    case TokenType::kUint16:
-      Narrow<uint16_t>(tokens, written_, path_, &narrowed);
-      break;
-    case TokenType::kInt16:
-      Narrow<int16_t>(tokens, written_, path_, &narrowed);
-      break;
-    case TokenType::kUint32:
-      Narrow<uint32_t>(tokens, written_, path_, &narrowed);
-      break;
-    case TokenType::kInt32:
-      Narrow<int32_t>(tokens, written_, path_, &narrowed);
-      break;
-    case TokenType::kUint64:
-      Narrow<uint64_t>(tokens, written_, path_, &narrowed);
-      break;
-    case TokenType::kInt64:
-      Narrow<int64_t>(tokens, written_, path_, &narrowed);
-      break;
-  }
+  VisitTokenType(type_,
+                 [&](auto zero) { Narrow<decltype(zero)>(tokens, written_, path_, &narrowed); });
   file_->WriteRaw("/tokens", IntTypeOf(type_), written_, tokens.size(), narrowed.data());
   written_ += tokens.size();
 }

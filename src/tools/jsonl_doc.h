@@ -9,13 +9,11 @@
 #include <string_view>
 #include <vector>
 
+#include "core/token_type.h"  // kMaxTokenId
 #include "tools/pack.h"
 #include "tools/pack_sink.h"  // DocKind
 
 namespace stoker {
-
-// The largest token id a pack stores: readers widen ids to int64.
-inline constexpr uint64_t kMaxTokenId = (uint64_t{1} << 63) - 1;
 
 // Replaces `tokens` with the document of `line`. Throws DataError naming `where` (e.g.
 // "in.jsonl:3"), the field and, for a bad id, its index and value.

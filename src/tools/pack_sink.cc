@@ -7,6 +7,7 @@
 #include "base/check.h"
 #include "core/byte_tokenizer.h"
 #include "core/token_type.h"
+#include "shard/part_path.h"
 
 namespace stoker {
 
@@ -14,7 +15,6 @@ namespace {
 
 constexpr uint64_t kWriteBlock = uint64_t{1} << 20;     // tokens handed to the writer at a time
 constexpr uint64_t kReserveTokens = uint64_t{1} << 26;  // the most a sink reserves up front
-constexpr uint64_t kMaxParts = 100000;                  // RRRRR and KKKKK have five digits
 
 }  // namespace
 
@@ -51,10 +51,7 @@ void TokenBuffer::Clear() {
 
 ShardSink::ShardSink(const PackSpec& spec, int rank)
     : spec_(spec), rank_(rank), tokens_(std::min(spec.shard_tokens, kReserveTokens)) {
-  STOKER_CHECK(static_cast<uint64_t>(rank) < kMaxParts, ConfigError,
-               "pack runs on at most {} ranks (shards are named part-RRRRR-KKKKK.h5 with five "
-               "digits, so that path order is input order); this is rank {}",
-               kMaxParts, rank);
+  CheckPartRank(rank, "pack");
 }
 
 void ShardSink::StartDoc(DocKind kind, uint64_t length, const std::string& where) {
@@ -114,12 +111,7 @@ void ShardSink::CheckKind(DocKind kind, const std::string& where) {
 }
 
 std::string ShardSink::NextPath() {
-  STOKER_CHECK(written_.size() < kMaxParts, ConfigError,
-               "rank {} would write more than {} shards to {} (part-RRRRR-KKKKK.h5 names keep "
-               "input order only up to KKKKK = 99999); raise --shard-tokens (now {}) or run on "
-               "more ranks",
-               rank_, kMaxParts, spec_.out, spec_.shard_tokens);
-  written_.push_back(fmt::format("{}/part-{:05}-{:05}.h5", spec_.out, rank_, written_.size()));
+  written_.push_back(PartPath(spec_.out, rank_, written_.size(), spec_.shard_tokens));
   return written_.back();
 }
 
