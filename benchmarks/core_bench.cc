@@ -195,19 +195,28 @@ uint64_t Hash(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-// Per iteration one row; EndBatch + TakeDelta every 8 rows, as Loader::MakeBatch does.
+// Per iteration one row; EndBatch + TakeDelta every 8 rows, as the loader does. ramp 1: the
+// weights change at every step (a ramp from step 0 to step 10^9), against constant weights.
 void RowPlannerRows(benchmark::State& state) {
   const auto mean_len = static_cast<uint64_t>(state.range(0));
   const auto world = static_cast<uint64_t>(state.range(1));
+  const bool ramp = state.range(2) != 0;
   constexpr uint64_t kTokensPerDataset = 200'000'000, kLogicalShards = 65536, kRowTokens = 4097;
   constexpr uint64_t kDocsPerFile = 1 << 20;
-  stoker::PlannerConfig config{.seed = 1, .logical_shards = kLogicalShards, .world = world,
-                               .rank = 0, .row_tokens = kRowTokens, .bos = false};
-  const double weights[] = {0.5, 0.3, 0.2};
+  stoker::PlannerConfig config{.seed = 1,
+                               .logical_shards = kLogicalShards,
+                               .world = world,
+                               .rank = 0,
+                               .row_tokens = kRowTokens,
+                               .bos = false};
   for (int d = 0; d < 3; ++d) {
-    config.datasets.push_back({"ds-" + std::to_string(d), kTokensPerDataset / mean_len,
-                               weights[d]});
+    config.datasets.push_back({"ds-" + std::to_string(d), kTokensPerDataset / mean_len});
   }
+  config.schedule =
+      ramp
+          ? stoker::MixSchedule({{.step = 0, .weights = {0.5, 0.3, 0.2}},
+                                 {.step = 1'000'000'000, .ramp = true, .weights = {0.2, 0.3, 0.5}}})
+          : stoker::MixSchedule::Constant({0.5, 0.3, 0.2});
   auto locate = [mean_len](uint32_t dataset, uint64_t doc) {
     const uint64_t length = 1 + Hash(doc ^ (uint64_t{dataset} << 56)) % (2 * mean_len - 1);
     return stoker::DocSpan{static_cast<uint32_t>(doc / kDocsPerFile), doc * mean_len, length};
@@ -244,8 +253,14 @@ BENCHMARK(DeriveKey);
 BENCHMARK(WidenTokens)->Unit(benchmark::kMicrosecond);
 BENCHMARK(PermutationConstruct);
 BENCHMARK(RowPlannerRows)
-    ->Name("RowPlanner")->ArgNames({"mean_len", "world"})
-    ->Args({1000, 1})->Args({1000, 4})->Args({4, 1})->Unit(benchmark::kMicrosecond);
+    ->Name("RowPlanner")
+    ->ArgNames({"mean_len", "world", "ramp"})
+    ->Args({1000, 1, 0})
+    ->Args({1000, 1, 1})
+    ->Args({1000, 4, 0})
+    ->Args({4, 1, 0})
+    ->Args({4, 1, 1})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

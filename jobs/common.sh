@@ -8,8 +8,8 @@
 #
 # Settings: environment variables; a value set before the script runs wins over the default.
 # One set to nothing is an error (named before anything starts), not the default, except for
-# WEIGHTS, TRACE_DIR, TRAIN_ARGS, RESULT_FILE, WARNING_SECONDS, STEP and NEW_CHECKPOINT_DIR,
-# where nothing means none (or the default) as below.
+# WEIGHTS, WEIGHTS_SCHEDULE, TRACE_DIR, TRAIN_ARGS, RESULT_FILE, WARNING_SECONDS, STEP and
+# NEW_CHECKPOINT_DIR, where nothing means none (or the default) as below.
 #   STOKER_HOME      the stoker checkout (default: the folder holding jobs/)
 #   TRAINER          which example trainer: stoker-train (C++, the default) or python
 #                    (src/train/train.py under Debian's python3; the package from
@@ -24,6 +24,10 @@
 #   STEPS            train until this global step (300)
 #   SAVE_EVERY       save a step folder every this many steps (50)
 #   WEIGHTS          mixing weights NAME=W,... (empty: proportional to each dataset's tokens)
+#   WEIGHTS_SCHEDULE --weights-schedule: weights that change with the step, inline
+#                    ("0:web=0.7,code=0.3;~10000:web=0.5,code=0.5") or a TOML or JSON file every
+#                    node sees (docs/loader.md, "Mixing"); not with WEIGHTS (the trainer's check
+#                    refuses both). Empty: none
 #   SEQ_LEN, BATCH_SIZE, SEED   --seq-len (128), --batch-size per rank (16), --seed (0)
 #   TRACE_DIR        if set, --trace DIR: piece traces for `stoker audit DIR` (empty: none)
 #   TRAIN_ARGS       more stoker-train flags, split on spaces (e.g. "--dim 64 --layers 1")
@@ -69,7 +73,7 @@ stoker_settings() {
   esac
   : "${STOKER=$STOKER_HOME/build/stoker}"
   : "${CORPUS=$STOKER_HOME/out/corpus}" "${CHECKPOINT_DIR=$STOKER_HOME/out/checkpoints}"
-  : "${STEPS=300}" "${SAVE_EVERY=50}" "${WEIGHTS:=}"
+  : "${STEPS=300}" "${SAVE_EVERY=50}" "${WEIGHTS:=}" "${WEIGHTS_SCHEDULE:=}"
   : "${SEQ_LEN=128}" "${BATCH_SIZE=16}" "${SEED=0}"
   : "${TRACE_DIR:=}" "${TRAIN_ARGS:=}" "${RESULT_FILE:=}"
   : "${TRAINER_FILES=model.pt optimizer.pt trainer.json}"
@@ -134,6 +138,8 @@ stoker_train_command() {
   _stoker_arg BATCH_SIZE --batch-size "$BATCH_SIZE"
   _stoker_arg SEED --seed "$SEED"
   [ -z "$WEIGHTS" ] || _stoker_arg WEIGHTS --weights "$WEIGHTS"
+  [ -z "$WEIGHTS_SCHEDULE" ] ||
+    _stoker_arg WEIGHTS_SCHEDULE --weights-schedule "$WEIGHTS_SCHEDULE"
   [ -z "$TRACE_DIR" ] || _stoker_arg TRACE_DIR --trace "$TRACE_DIR"
   [ -z "$RESULT_FILE" ] || _stoker_arg RESULT_FILE --result "$RESULT_FILE"
   local extra=() flag

@@ -15,6 +15,8 @@ packages=(
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libxxhash-dev
   # io_uring: the reading path's many reads in flight (src/os/read_queue.h).
   liburing-dev
+  # toml++: weight schedule files in TOML (--weights-schedule; compiled in from its headers).
+  libtomlplusplus-dev
   # zstd: `stoker import mds` of compressed MDS shards; python3-zstandard: the tests' MDS writer.
   libzstd-dev python3-zstandard
   libgtest-dev libbenchmark-dev

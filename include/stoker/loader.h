@@ -2,7 +2,8 @@
 //
 // Together the ranks of a communicator see every document of every dataset exactly once per
 // epoch, in a globally shuffled order that depends only on the seed, the corpus and the number of
-// logical shards; mixed across datasets by weight; packed into rows of seq_len + 1 tokens (inputs
+// logical shards; mixed across datasets by weight (weights that may change with the step:
+// weight_schedule, SetWeights); packed into rows of seq_len + 1 tokens (inputs
 // are a row without its last token, labels a row without its first). No rank builds an index or
 // holds the order; ranks do not talk to each other while they stream.
 //
@@ -34,6 +35,7 @@
 #include "stoker/batch.h"
 #include "stoker/corpus.h"
 #include "stoker/io_engine.h"
+#include "stoker/weights.h"
 
 namespace stoker {
 
@@ -41,6 +43,9 @@ struct LoaderConfig {
   std::string data;                        // the corpus folder
   std::map<std::string, double> weights;   // dataset -> relative weight; empty: by tokens.
                                            // Datasets not named get weight 0 (not read).
+  WeightSchedule weight_schedule;          // weights that change with the step (jumps and
+                                           // ramps, stoker/weights.h); empty: `weights` from
+                                           // step 0 on. Not both.
   uint64_t seq_len = 4096;                 // tokens per row are seq_len + 1
   uint64_t batch_size = 8;                 // rows per batch, per rank
   uint64_t seed = 0;                       // shapes the order; never taken from a clock
@@ -64,13 +69,20 @@ struct LoaderConfig {
   BoundaryFields boundaries;               // document boundary fields computed for each batch
                                            // (stoker/batch.h); none by default
   std::string resume_from;                 // a checkpoint step folder (step-<N>) to go on from;
-                                           // empty: start at step 0. Weights may differ from
-                                           // the saved run's: the new ones rule from here on.
+                                           // empty: start at step 0. The weight schedule may
+                                           // differ from the saved run's: this one rules the
+                                           // steps not yet run.
 
   // Every problem of the configuration that can be seen without the corpus, one line each:
   // sizes of 0, io_depth and logical shards above their maximum, a batch above 2^31 tokens, batches
-  // read ahead and the offset cache above max_memory_bytes, negative EOS/BOS ids or weights.
+  // read ahead and the offset cache above max_memory_bytes, negative EOS/BOS ids or weights,
+  // both weights and a weight schedule, a schedule of a bad shape (WeightScheduleProblems).
   std::vector<std::string> Problems() const;
+
+  // Sets `weights` from the --weights text (ParseWeights) or `weight_schedule` from the
+  // --weights-schedule value (WeightScheduleArgument: a file or the inline form), either empty
+  // for none; ConfigError when one does not parse or both are given.
+  void SetMixing(const std::string& weights_text, const std::string& schedule_value);
 
   static constexpr uint64_t kMaxLogicalShards = uint64_t{1} << 24;  // 16,777,216
   static constexpr uint32_t kMaxIoDepth = 4096;
@@ -105,6 +117,16 @@ class Loader {
   // The global step of the last batch Next() returned (the resumed step before the first).
   uint64_t step() const;
 
+  // Sets the mixing weights (dataset -> relative weight, as LoaderConfig::weights; not named:
+  // 0) from the next batch Next() returns on, on this rank, for good: they replace what the
+  // schedule had for step() and after, and the mixer's deficits start afresh. Not collective:
+  // ranks stay identical (each rank's stream what the same schedule would give) only if every
+  // rank calls it after the same step. Batches read ahead with the old weights are dropped and
+  // read again. The next Save records the schedule with the change. Throws ConfigError for
+  // weights the corpus cannot follow (unknown datasets, all 0, weight on a dataset without
+  // tokens or without documents on some rank).
+  void SetWeights(const std::map<std::string, double>& weights);
+
   // Collective over `comm`: the newest complete step folder under `checkpoint_dir` (for
   // LoaderConfig::resume_from), or nullopt. Incomplete newer steps are logged and passed over.
   // A trainer that saves its own files into the step folder names them in `required_files`
@@ -129,8 +151,11 @@ class Loader {
   static void PrepareFreshStart(MPI_Comm comm, const std::string& checkpoint_dir, bool start_over);
 
   const CorpusTable& corpus() const;
-  // Weights as used, normalized, per dataset in corpus order.
-  const std::vector<double>& weights() const;
+  // The weights of the batch after the last one Next() returned, normalized, per dataset in
+  // corpus order.
+  std::vector<double> weights() const;
+  // The weight schedule in force (a SetWeights included), by dataset name; normalized weights.
+  WeightSchedule schedule() const;
   int64_t eos_id() const;
   std::optional<int64_t> bos_id() const;
   int rank() const;

@@ -1,7 +1,8 @@
-// The command-line options of how a Loader reads (LoaderConfig's prefetch, read_ahead_bytes,
-// io_depth, io_engine, direct_io), bound once for every program on stoker: `stoker run`,
-// `stoker-train`, a trainer of one's own. docs/loader.md, "Reading from storage", explains how to
-// set them.
+// The command-line options of a Loader shared by every program on stoker (`stoker run`,
+// `stoker-train`, a trainer of one's own), bound once: how it reads (LoaderConfig's prefetch,
+// read_ahead_bytes, io_depth, io_engine, direct_io; docs/loader.md, "Reading from storage",
+// explains how to set them) and how it mixes (--weights, --weights-schedule; docs/loader.md,
+// "Mixing").
 //
 // Inline and needs CLI11 (header only), as stoker/option_checks.h: include it only where the
 // command line is bound. Call CheckOptionValues after it, as for every option.
@@ -57,6 +58,23 @@ inline void AddReadingOptions(CLI::App* app, LoaderConfig* config) {
                  "Whether token reads bypass the page cache (O_DIRECT): on, off, or auto: on "
                  "when the corpus is larger than the memory a rank may use, since the cache "
                  "could not keep it and filling it costs the kernel time on every read");
+}
+
+// --weights and --weights-schedule, as typed: LoaderConfig::SetMixing parses them once every
+// source of options (the command line, a --config file) has been read.
+inline void AddMixingOptions(CLI::App* app, std::string* weights, std::string* weights_schedule) {
+  CLI::Option* plain = app->add_option(
+      "--weights", *weights,
+      "Mixing weights as NAME=W,NAME=W (relative; datasets not named are not read). Default: "
+      "proportional to each dataset's tokens. May change at a resume: the new weights rule "
+      "from the resumed step on");
+  app->add_option("--weights-schedule", *weights_schedule,
+                  "Mixing weights that change with the step: jumps as "
+                  "\"0:web=0.7,code=0.3;10000:web=0.5,code=0.5\" (STEP:WEIGHTS entries, ';' "
+                  "between them), a linear ramp to an entry as ~STEP:WEIGHTS, or a TOML or JSON "
+                  "file (docs/loader.md, \"Mixing\"). STEP counts the batches before: entry "
+                  "10000 rules the 10,001st batch on. Instead of --weights")
+      ->excludes(plain);
 }
 
 }  // namespace stoker

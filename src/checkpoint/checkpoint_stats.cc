@@ -138,6 +138,7 @@ CheckpointStats CollectCheckpointStats(const std::string& step_dir, const Corpus
                         .world = step.world,
                         .identity = step.identity,
                         .weights = step.weights,
+                        .schedule = step.schedule,
                         .with_corpus = corpus != nullptr};
   for (const std::string& name : step.identity.datasets) stats.datasets.push_back({.name = name});
   for (uint64_t r = 0; r < step.world; ++r) {
@@ -191,10 +192,28 @@ std::string IdentityLines(const CheckpointStats& s) {
   return out;
 }
 
+// The weight schedule, an entry a line, the one in force marked: "> step 1,000  ramp  web 0.5".
+std::string ScheduleLines(const CheckpointStats& s) {
+  const std::vector<MixEntry>& entries = s.schedule.entries();
+  const size_t now = s.schedule.EntryAt(s.step);
+  const bool ramping = now + 1 < entries.size() && entries[now + 1].ramp;
+  std::string out = fmt::format("weight schedule: {} entries; at step {} entry {} is in force{}\n",
+                                entries.size(), s.step, now + 1,
+                                ramping ? fmt::format(", ramping to entry {}", now + 2) : "");
+  std::vector<std::vector<std::string>> rows = {{"", "from step", "change"}};
+  rows[0].insert(rows[0].end(), s.identity.datasets.begin(), s.identity.datasets.end());
+  for (size_t k = 0; k < entries.size(); ++k) {
+    rows.push_back(
+        {k == now ? ">" : "", GroupThousands(entries[k].step), entries[k].ramp ? "ramp" : "jump"});
+    for (double w : entries[k].weights) rows.back().push_back(fmt::format("{:.4f}", w));
+  }
+  return out + Tabulate(rows, {0, 2});
+}
+
 }  // namespace
 
 std::string FormatCheckpointStats(const CheckpointStats& s) {
-  std::string out = IdentityLines(s);
+  std::string out = IdentityLines(s) + ScheduleLines(s);
   const std::vector<std::string> header = Header(s.with_corpus);
   std::vector<std::vector<std::string>> rows = {{"dataset", "weight"}};
   rows[0].insert(rows[0].end(), header.begin(), header.end());
@@ -218,9 +237,10 @@ std::string FormatCheckpointStats(const CheckpointStats& s) {
   }
   out += "\nper rank\n" + Tabulate(rows, {1, 2});
   out +=
-      "\nstarted tokens: the mixing counter, framed tokens (EOS, and BOS if any, included) of "
-      "the documents started, unfinished ones whole; after a rescale a rank holds its share of "
-      "the sum\nepochs: lowest-highest of the logical shards; top-epoch shards: those in the "
+      "\nweight: at the saved step; started tokens: framed tokens (EOS, and BOS if any, "
+      "included) of the documents started, unfinished ones whole; after a rescale a rank holds "
+      "its share of the sum\nepochs: lowest-highest of the logical shards; top-epoch shards: those "
+      "in the "
       "highest; positions: documents done in the shards' current epochs; unfinished: documents "
       "cut by a row's end, to go on first\n";
   out += s.with_corpus

@@ -29,8 +29,8 @@ namespace stoker {
 // One dataset's progress over some logical shards (one rank's, or all of them).
 struct DatasetProgress {
   std::string name;
-  uint64_t started = 0;          // framed tokens of the documents started, unfinished ones whole:
-                                 // the mixing counter (after a rescale, a rank holds its share)
+  uint64_t started = 0;          // framed tokens of the documents started, unfinished ones whole
+                                 // (after a rescale, a rank holds its share)
   uint64_t shards = 0;           // logical shards counted (with documents: non-empty slices only)
   uint64_t epoch_min = 0;        // lowest epoch of the counted shards (0 when none)
   uint64_t epoch_max = 0;        // highest epoch of the counted shards
@@ -62,6 +62,7 @@ struct CheckpointStats {
   uint64_t generation = 0;  // the highest of the ranks' (they agree unless files were mixed)
   OrderIdentity identity;
   std::vector<double> weights;            // as saved by rank 0, normalized, corpus order
+  MixSchedule schedule;                   // the weights of every step, as saved by rank 0
   uint64_t bytes = 0;                     // of all rank files
   bool with_corpus = false;               // the corpus table was given
   std::vector<DatasetProgress> datasets;  // over all ranks, corpus order

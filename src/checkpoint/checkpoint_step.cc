@@ -34,7 +34,8 @@ CheckpointStep OpenCheckpointStep(const std::string& step_dir,
           .step = first.state.step,
           .world = first.world,
           .identity = std::move(first.identity),
-          .weights = std::move(first.weights)};
+          .weights = std::move(first.weights),
+          .schedule = std::move(first.schedule)};
 }
 
 RankCheckpoint ReadStepRank(const CheckpointStep& step, uint64_t rank, std::string* bytes) {

@@ -24,6 +24,7 @@ struct CheckpointStep {
   uint64_t world = 0;           // the ranks that saved it
   OrderIdentity identity;       // rank file 0's, which every other rank file shares
   std::vector<double> weights;  // as saved by rank 0, normalized, corpus order
+  MixSchedule schedule;         // as saved by rank 0 (a rescale gives every rank file rank 0's)
 };
 
 // Throws ConfigError when the folder is not a complete step (naming what is missing, at most a

@@ -45,8 +45,11 @@ void RescaleRankFiles(const CheckpointStep& step, uint64_t new_world,
     }
   }
   for (uint64_t n = 0; n < new_world; ++n) {
-    RankCheckpoint out{
-        .identity = identity, .weights = step.weights, .world = new_world, .rank = n};
+    RankCheckpoint out{.identity = identity,
+                       .weights = step.weights,
+                       .schedule = step.schedule,
+                       .world = new_world,
+                       .rank = n};
     out.state = AssembleState(std::move(parts[n]), identity.datasets.size(),
                               identity.logical_shards, new_world, n);
     const std::string bytes = EncodeCheckpoint(out);

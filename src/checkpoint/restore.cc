@@ -108,8 +108,7 @@ CheckpointStep OpenStepTogether(const mpi::Comm& comm, const std::string& step_d
     CheckIdentity(step, now, corpus);
     out.Put<uint64_t>(step.world);
     out.Put<uint64_t>(step.step);
-    out.Put<uint64_t>(step.weights.size());
-    for (double w : step.weights) out.Put(w);
+    out.PutString(EncodeMixSchedule(step.schedule));
   });
   std::string bytes = out.Take();
   comm.Broadcast(&bytes, 0);
@@ -117,8 +116,8 @@ CheckpointStep OpenStepTogether(const mpi::Comm& comm, const std::string& step_d
   CheckpointStep step{.path = step_dir, .identity = now};
   step.world = in.Get<uint64_t>();
   step.step = in.Get<uint64_t>();
-  step.weights.resize(in.Get<uint64_t>());
-  for (double& w : step.weights) w = in.Get<double>();
+  step.schedule = DecodeMixSchedule(in.GetString(), now.datasets.size(), step_dir);
+  step.weights = step.schedule.WeightsAt(step.step);
   return step;
 }
 
@@ -128,13 +127,13 @@ RestoredState RestoreRankState(const mpi::Comm& comm, const std::string& step_di
                                const OrderIdentity& now, const CorpusTable& corpus) {
   CheckpointStep saved = OpenStepTogether(comm, step_dir, now, corpus);
   const uint64_t old_world = saved.world;
-  std::vector<double>& saved_weights = saved.weights;
   const auto world = static_cast<uint64_t>(comm.size());
   const auto rank = static_cast<uint64_t>(comm.rank());
   RankState state;
-  if (old_world == world) {
-    mpi::FailTogether(comm, [&] { state = ReadStepRank(saved, rank).state; });
-    return {std::move(state), std::move(saved_weights)};
+  if (old_world == world) {  // each rank's own schedule: SetWeights is a rank's own
+    RankCheckpoint mine;
+    mpi::FailTogether(comm, [&] { mine = ReadStepRank(saved, rank); });
+    return {std::move(mine.state), std::move(mine.schedule)};
   }
   std::vector<std::string> to_each(world);
   mpi::FailTogether(comm, [&] {
@@ -158,7 +157,7 @@ RestoredState RestoreRankState(const mpi::Comm& comm, const std::string& step_di
   });
   spdlog::info("resumed from {}: step {}, rescaled from {} to {} ranks", step_dir, state.step,
                old_world, world);
-  return {std::move(state), std::move(saved_weights)};
+  return {std::move(state), std::move(saved.schedule)};
 }
 
 void CheckStateFits(const RankState& state, const PlannerConfig& planner,

@@ -44,7 +44,8 @@ void PrepareFreshStart(const mpi::Comm& comm, const std::string& checkpoint_dir,
 
 struct RestoredState {
   RankState state;
-  std::vector<double> saved_weights;  // the weights the checkpoint was saved with
+  MixSchedule saved_schedule;  // the weight schedule this rank's file was saved with (rank
+                               // file 0's after a rescale)
 };
 
 // This rank's state from the step folder `step_dir`. Refuses (ConfigError) a checkpoint saved with

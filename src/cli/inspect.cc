@@ -69,6 +69,17 @@ nlohmann::json ProgressJson(const DatasetProgress& p) {
   return j;
 }
 
+// [{"step": 0, "ramp": false, "weights": {"web": 0.7, ...}}, ...]
+nlohmann::json ScheduleJson(const CheckpointStats& s) {
+  nlohmann::json entries = nlohmann::json::array();
+  for (const MixEntry& e : s.schedule.entries()) {
+    nlohmann::json weights = nlohmann::json::object();
+    for (size_t d = 0; d < e.weights.size(); ++d) weights[s.identity.datasets[d]] = e.weights[d];
+    entries.push_back({{"step", e.step}, {"ramp", e.ramp}, {"weights", std::move(weights)}});
+  }
+  return entries;
+}
+
 nlohmann::json CheckpointJson(const CheckpointStats& s) {
   const OrderIdentity& id = s.identity;
   nlohmann::json datasets = nlohmann::json::object();
@@ -102,6 +113,8 @@ nlohmann::json CheckpointJson(const CheckpointStats& s) {
           {"bos_id", id.bos_id ? nlohmann::json(*id.bos_id) : nlohmann::json(nullptr)},
           {"bytes", s.bytes},
           {"with_corpus", s.with_corpus},
+          {"schedule", ScheduleJson(s)},
+          {"schedule_entry", s.schedule.EntryAt(s.step)},
           {"datasets", std::move(datasets)},
           {"ranks", std::move(ranks)}};
 }
@@ -188,8 +201,9 @@ Command SetupInspect(CLI::App& app) {
       "problem).\n"
       "A checkpoint step folder (DIR/step-<N>, holding loader/rank-*.ckpt; or that loader "
       "folder): the step, world size, corpus fingerprint, seed, logical shards, seq_len, "
-      "EOS/BOS and weights it was saved with; per dataset and per rank the framed tokens of "
-      "the documents started (the mixing counter), the lowest and highest epoch of the "
+      "EOS/BOS it was saved with, the weight schedule it ran under (the entry in force "
+      "marked) and the weights at its step; per dataset and per rank the framed tokens of "
+      "the documents started, the lowest and highest epoch of the "
       "logical shards, the summed positions (documents done in the current epochs) and the "
       "documents left unfinished at a row's end. Every rank file is read and checked: a "
       "missing, corrupt or mismatched file is an error naming it (exit 1). See "
@@ -212,7 +226,9 @@ Command SetupInspect(CLI::App& app) {
                 "checkpoint: kind \"checkpoint\", path, "
                 "format_version, step, world_size, generation, corpus_fingerprint, seed, "
                 "logical_shards, seq_len, eos_id, bos_id (null: none), bytes, with_corpus, "
-                "datasets: NAME -> {weight, started_tokens (the mixing counter: framed tokens "
+                "schedule: [{step, ramp, weights: NAME -> weight}] (the weight schedule the "
+                "run had), schedule_entry (the index of the entry in force at the step), "
+                "datasets: NAME -> {weight (at the step), started_tokens (framed tokens "
                 "of the documents started), shards, epoch_min, epoch_max, shards_at_epoch_max, "
                 "positions, unfinished_docs, and with --data docs, docs_done, epochs_done}, and "
                 "ranks: [{rank, file, bytes, logical_shards [begin, end), generation, "

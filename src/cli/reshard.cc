@@ -110,7 +110,8 @@ Command SetupReshard(CLI::App& app) {
       "only its loader/ is written. Resuming from the output on W' ranks gives the same stream, "
       "bit "
       "for bit, as resuming from the original on W' ranks; every logical shard's cursors move "
-      "to their new owner, the mixing counters are summed and re-split, and documents cut by a "
+      "to their new owner, the mixing counters and deficits are summed and re-split, and documents "
+      "cut by a "
       "row's end go on where they stood. Prints: step, old and new world size, bytes written, "
       "seconds. To the world size it already has, the files are checked and copied unchanged. "
       "See docs/checkpoint.md.");

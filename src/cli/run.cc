@@ -37,7 +37,8 @@ namespace {
 
 struct RunOptions {
   LoaderConfig config;
-  std::string weights;  // NAME=W,... parsed at run time
+  std::string weights;  // parsed at run time (LoaderConfig::SetMixing)
+  std::string weights_schedule;
   std::optional<int64_t> eos_id;
   std::optional<int64_t> bos_id;
   uint64_t steps = 100;
@@ -97,7 +98,7 @@ int RunRun(const RunOptions& options, const mpi::Comm& world) {
     STOKER_CHECK(!config.data.empty(), ConfigError,
                  "--data is required: the corpus folder, on the command line or as data = "
                  "\"DIR\" in --config");
-    config.weights = ParseWeights(options.weights);
+    config.SetMixing(options.weights, options.weights_schedule);
     STOKER_CHECK(!options.resume || !options.checkpoint_dir.empty(), ConfigError,
                  "--resume needs --checkpoint-dir");
     STOKER_CHECK(options.save_every == 0 || !options.checkpoint_dir.empty(), ConfigError,
@@ -192,9 +193,7 @@ Command SetupRun(CLI::App& app) {
   // Not required() in CLI11: --config may give it (checked in RunRun, once the file is applied).
   sub->add_option("--data", c.data,
                   "Corpus folder (see docs/format.md); required, here or in --config");
-  sub->add_option("--weights", options->weights,
-                  "Mixing weights as NAME=W,NAME=W (relative; datasets not named are not read). "
-                  "Default: proportional to each dataset's tokens");
+  AddMixingOptions(sub, &options->weights, &options->weights_schedule);
   sub->add_option("--seq-len", c.seq_len, "Tokens per training sequence; rows hold seq-len + 1")
       ->capture_default_str();
   sub->add_option("--batch-size", c.batch_size, "Rows per batch on each rank")
@@ -215,7 +214,9 @@ Command SetupRun(CLI::App& app) {
   AddReadingOptions(sub, &c);
   sub->add_option("--dump", options->dump,
                   "Write every delivered batch to DIR/rank-<r>.bin (raw little-endian int64 rows "
-                  "of seq-len + 1 tokens), each before the next batch is taken");
+                  "of seq-len + 1 tokens), each before the next batch is taken, and what its rows "
+                  "are made of to DIR/rank-<r>.pieces (per document piece five little-endian "
+                  "uint64: dataset, document, epoch, first framed position, count)");
   sub->add_option("--trace", options->trace,
                   "Write what every rank delivers, for `stoker audit DIR`: per batch, before the "
                   "next is taken, one record per document piece (step, dataset, document, epoch, "

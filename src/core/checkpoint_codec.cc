@@ -1,5 +1,7 @@
 #include "core/checkpoint_codec.h"
 
+#include <cmath>
+
 #include "base/check.h"
 #include "core/field_codec.h"
 
@@ -74,6 +76,43 @@ void PutIdentity(const OrderIdentity& id, FieldWriter* w) {
   for (const auto& name : id.datasets) w->Str(name);
 }
 
+// Weights as the loader normalizes them: each in [0, 1], summing to 1 (within rounding).
+bool IsNormalized(const std::vector<double>& weights) {
+  double total = 0;
+  for (double w : weights) {
+    if (!(w >= 0 && w <= 1)) return false;
+    total += w;
+  }
+  return total > 0.999 && total < 1.001;
+}
+
+// Per entry: step, ramp, one weight per dataset.
+void PutSchedule(const MixSchedule& schedule, FieldWriter* w) {
+  w->U(schedule.entries().size());
+  for (const MixEntry& e : schedule.entries()) {
+    w->U(e.step);
+    w->U(e.ramp);
+    for (double weight : e.weights) w->D(weight);
+  }
+}
+
+MixSchedule GetSchedule(FieldReader* r, uint64_t datasets) {
+  std::vector<MixEntry> entries(r->Count(2 + 8 * datasets));
+  for (size_t k = 0; k < entries.size(); ++k) {
+    MixEntry& e = entries[k];
+    e.step = r->U();
+    const uint64_t ramp = r->U();
+    e.ramp = ramp == 1;
+    for (uint64_t d = 0; d < datasets; ++d) e.weights.push_back(r->D());
+    if (ramp > 1 || (k == 0 && (e.step != 0 || e.ramp)) ||
+        (k > 0 && e.step <= entries[k - 1].step) || !IsNormalized(e.weights)) {
+      r->Fail(fmt::format("entry {} of the weight schedule", k + 1));
+    }
+  }
+  if (entries.empty()) r->Fail("a weight schedule without entries");
+  return MixSchedule(std::move(entries));
+}
+
 OrderIdentity GetIdentity(FieldReader* r) {
   OrderIdentity id;
   id.corpus_fingerprint = r->Str();
@@ -93,17 +132,22 @@ OrderIdentity GetIdentity(FieldReader* r) {
 
 std::string EncodeCheckpoint(const RankCheckpoint& c) {
   const RankState& s = c.state;
+  STOKER_ASSERT(s.delivered.size() == s.datasets && s.deficit.size() == s.datasets &&
+                    s.interleave.size() == s.datasets && c.schedule.datasets() == s.datasets,
+                "a checkpoint of {} datasets", s.datasets);
   FieldWriter payload;
   PutIdentity(c.identity, &payload);
   payload.U(c.world);
   payload.U(c.rank);
   for (double w : c.weights) payload.D(w);
+  PutSchedule(c.schedule, &payload);
   payload.U(s.step);
   payload.U(s.generation);
   payload.U(s.shards.begin);
   payload.U(s.shards.end);
   for (uint64_t d = 0; d < s.datasets; ++d) {
     payload.U(s.delivered[d]);
+    payload.D(s.deficit[d]);
     payload.U(s.interleave[d].cycle);
     payload.U(s.interleave[d].index);
   }
@@ -117,7 +161,8 @@ std::string EncodeCheckpoint(const RankCheckpoint& c) {
 }
 
 RankCheckpoint DecodeCheckpoint(std::string_view bytes, const std::string& source) {
-  FieldReader r = UnframeFile(bytes, kMagic, kCheckpointFormatVersion, source, kKind);
+  uint32_t version = 0;
+  FieldReader r = UnframeFile(bytes, kMagic, 1, kCheckpointFormatVersion, source, kKind, &version);
   RankCheckpoint c;
   c.identity = GetIdentity(&r);
   c.world = r.U();
@@ -125,6 +170,13 @@ RankCheckpoint DecodeCheckpoint(std::string_view bytes, const std::string& sourc
   if (c.world == 0 || c.rank >= c.world) r.Fail(fmt::format("rank {} of {}", c.rank, c.world));
   const uint64_t datasets = c.identity.datasets.size();
   for (uint64_t d = 0; d < datasets; ++d) c.weights.push_back(r.D());
+  if (version >= 2) {
+    c.schedule = GetSchedule(&r, datasets);
+  } else if (IsNormalized(c.weights)) {
+    c.schedule = MixSchedule::Constant(c.weights);
+  } else {
+    r.Fail("weights that do not sum to 1");
+  }
   RankState& s = c.state;
   s.datasets = datasets;
   s.step = r.U();
@@ -136,9 +188,12 @@ RankCheckpoint DecodeCheckpoint(std::string_view bytes, const std::string& sourc
                        c.identity.logical_shards));
   }
   s.delivered.resize(datasets);
+  s.deficit.resize(datasets);
   s.interleave.resize(datasets);
   for (uint64_t d = 0; d < datasets; ++d) {
     s.delivered[d] = r.U();
+    if (version >= 2) s.deficit[d] = r.D();
+    if (!std::isfinite(s.deficit[d])) r.Fail("a mixing deficit that is not a number");
     s.interleave[d].cycle = r.U();
     s.interleave[d].index = r.U();
   }
@@ -152,6 +207,20 @@ RankCheckpoint DecodeCheckpoint(std::string_view bytes, const std::string& sourc
   }
   if (!r.done()) r.Fail("bytes after the end of the state");
   return c;
+}
+
+std::string EncodeMixSchedule(const MixSchedule& schedule) {
+  FieldWriter w;
+  PutSchedule(schedule, &w);
+  return std::move(w.bytes());
+}
+
+MixSchedule DecodeMixSchedule(std::string_view bytes, uint64_t datasets,
+                              const std::string& source) {
+  FieldReader r(bytes, source, kKind);
+  MixSchedule schedule = GetSchedule(&r, datasets);
+  if (!r.done()) r.Fail("bytes after the weight schedule");
+  return schedule;
 }
 
 std::vector<std::string> IdentityDifferences(const OrderIdentity& saved, const OrderIdentity& now) {

@@ -105,17 +105,22 @@ std::string FrameFile(std::string_view magic, uint32_t version, std::string_view
   return std::move(file.bytes());
 }
 
-FieldReader UnframeFile(std::string_view bytes, std::string_view magic, uint32_t version,
-                        const std::string& source, const std::string& kind) {
+FieldReader UnframeFile(std::string_view bytes, std::string_view magic, uint32_t oldest,
+                        uint32_t newest, const std::string& source, const std::string& kind,
+                        uint32_t* version) {
   FieldReader frame(bytes, source, kind);
   if (bytes.size() < kHeader + kTrailer || bytes.substr(0, 8) != magic) {
     frame.Fail(fmt::format("no {} header ({} bytes)", kind, bytes.size()));
   }
   frame.Fixed(8);
   const uint64_t found = frame.Fixed(4);
-  if (found != version) {
-    frame.Fail(fmt::format("format version {} (this stoker reads {})", found, version));
+  if (found < oldest || found > newest) {
+    frame.Fail(
+        oldest == newest
+            ? fmt::format("format version {} (this stoker reads {})", found, newest)
+            : fmt::format("format version {} (this stoker reads {} to {})", found, oldest, newest));
   }
+  *version = static_cast<uint32_t>(found);
   const uint64_t length = frame.Fixed(8);
   if (length != bytes.size() - kHeader - kTrailer) {
     frame.Fail(fmt::format("it holds {} bytes where its header promises {} (truncated?)",

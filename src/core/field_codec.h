@@ -64,9 +64,17 @@ class FieldReader {
 // The whole file: `magic` (8 characters), `version`, `payload`, checksum.
 std::string FrameFile(std::string_view magic, uint32_t version, std::string_view payload);
 
-// A reader of the payload of `bytes`, after checking the magic, the version (another is refused,
-// naming it), the length against the size (a truncated file says so) and the checksum.
-FieldReader UnframeFile(std::string_view bytes, std::string_view magic, uint32_t version,
-                        const std::string& source, const std::string& kind);
+// A reader of the payload of `bytes`, after checking the magic, the version (one outside
+// [oldest, newest] is refused, naming it; `*version` receives it), the length against the size
+// (a truncated file says so) and the checksum.
+FieldReader UnframeFile(std::string_view bytes, std::string_view magic, uint32_t oldest,
+                        uint32_t newest, const std::string& source, const std::string& kind,
+                        uint32_t* version);
+// The same for a kind of file of one version.
+inline FieldReader UnframeFile(std::string_view bytes, std::string_view magic, uint32_t version,
+                               const std::string& source, const std::string& kind) {
+  uint32_t found = 0;
+  return UnframeFile(bytes, magic, version, version, source, kind, &found);
+}
 
 }  // namespace stoker

@@ -4,8 +4,9 @@
 //   per owned logical shard and dataset: the epoch, the position in that epoch's order of the
 //     shard's slice, and how many tokens of the document at that position were already delivered
 //     (offset > 0 only for a document cut by the end of a row);
-//   per rank: the step, the mixing counters (tokens delivered per dataset), and for each dataset
-//     where the interleaving of the rank's logical shards stands (cycle, index);
+//   per rank: the step, per dataset the framed tokens of the documents started and the mixer's
+//     deficit (core/mixer.h), and where the interleaving of the rank's logical shards stands
+//     (cycle, index);
 //   the documents left unfinished at a row's end, in the order they are to be finished (one at
 //     most in a run that never rescaled; more after shards of several ranks came together).
 // Tokens are counted in framed units: a document of n tokens delivers n + 1 with its EOS, n + 2
@@ -45,7 +46,8 @@ struct RankState {
   uint64_t datasets = 0;
   IndexRange shards;        // the logical shards this rank owns
   std::vector<ShardCursor> cursors;          // (shard - shards.begin) * datasets + dataset
-  std::vector<uint64_t> delivered;           // per dataset, framed tokens
+  std::vector<uint64_t> delivered;           // per dataset, framed tokens of documents started
+  std::vector<double> deficit;               // per dataset, the mixer's (core/mixer.h)
   std::vector<InterleaveCursor> interleave;  // per dataset
   std::vector<UnfinishedDoc> unfinished;
 
@@ -67,6 +69,7 @@ struct StateDelta {
   std::vector<std::pair<uint64_t, ShardCursor>> cursors;
   uint64_t step = 0;
   std::vector<uint64_t> delivered;
+  std::vector<double> deficit;
   std::vector<InterleaveCursor> interleave;
   std::vector<UnfinishedDoc> unfinished;
 };

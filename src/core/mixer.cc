@@ -1,38 +1,48 @@
 #include "core/mixer.h"
 
-#include <numeric>
-
 #include "base/check.h"
 
 namespace stoker {
 
-Mixer::Mixer(std::span<const double> weights) : weights_(weights.begin(), weights.end()) {
-  const double total = std::accumulate(weights_.begin(), weights_.end(), 0.0);
-  STOKER_ASSERT(total > 0, "mixing weights sum to {}", total);
-  for (double& w : weights_) {
-    STOKER_ASSERT(w >= 0, "negative mixing weight {}", w);
-    w /= total;
+Mixer::Mixer(std::span<const double> weights, const std::vector<bool>& has_documents)
+    : shares_(weights.size(), 0.0) {
+  STOKER_ASSERT(has_documents.size() == weights.size(), "mixer of {} datasets, {} flags",
+                weights.size(), has_documents.size());
+  double total = 0;
+  for (size_t d = 0; d < weights.size(); ++d) {
+    STOKER_ASSERT(weights[d] >= 0, "negative mixing weight {}", weights[d]);
+    if (has_documents[d]) total += weights[d];
+  }
+  if (total <= 0) return;  // nothing is read
+  for (size_t d = 0; d < weights.size(); ++d) {
+    if (has_documents[d]) shares_[d] = weights[d] / total;
   }
 }
 
-std::optional<uint32_t> Mixer::Pick(std::span<const uint64_t> delivered,
-                                    const std::vector<bool>& available) const {
-  STOKER_ASSERT(delivered.size() == weights_.size() && available.size() == weights_.size(),
-                "mixer of {} datasets", weights_.size());
-  uint64_t total = 0;
-  for (uint64_t n : delivered) total += n;
+std::optional<uint32_t> Mixer::Pick(std::span<const double> deficit) const {
+  STOKER_ASSERT(deficit.size() == shares_.size(), "{} deficits for {} datasets", deficit.size(),
+                shares_.size());
   std::optional<uint32_t> best;
-  double best_deficit = 0;
-  for (uint32_t d = 0; d < weights_.size(); ++d) {
-    if (weights_[d] <= 0 || !available[d]) continue;
-    const double deficit = weights_[d] * static_cast<double>(total) -
-                           static_cast<double>(delivered[d]);
-    if (!best || deficit > best_deficit) {
-      best = d;
-      best_deficit = deficit;
-    }
+  for (uint32_t d = 0; d < shares_.size(); ++d) {
+    if (shares_[d] > 0 && (!best || deficit[d] > deficit[*best])) best = d;
   }
   return best;
+}
+
+bool Mixer::ReadsTheSame(const Mixer& other) const {
+  if (other.shares_.size() != shares_.size()) return false;
+  for (uint32_t d = 0; d < shares_.size(); ++d) {
+    if (reads(d) != other.reads(d)) return false;
+  }
+  return true;
+}
+
+void Mixer::Count(uint32_t dataset, uint64_t framed, std::span<double> deficit) const {
+  const auto n = static_cast<double>(framed);
+  for (size_t d = 0; d < shares_.size(); ++d) {
+    if (shares_[d] > 0) deficit[d] += shares_[d] * n;
+  }
+  deficit[dataset] -= n;
 }
 
 }  // namespace stoker

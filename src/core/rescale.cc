@@ -29,6 +29,8 @@ std::vector<RescalePart> SplitState(const RankState& old, uint64_t old_rank,
       part.delivered.back() =
           SplitRange(total, owned, done + part.shards.size() - 1).end - part.delivered.back();
     }
+    const double fraction = static_cast<double>(part.shards.size()) / static_cast<double>(owned);
+    for (double deficit : old.deficit) part.deficit.push_back(deficit * fraction);
     done += part.shards.size();
   }
   for (const UnfinishedDoc& doc : old.unfinished) {
@@ -52,12 +54,15 @@ RankState AssembleState(std::vector<RescalePart> parts, uint64_t datasets,
                  part.step, part.old_rank, parts.front().step, parts.front().old_rank);
     STOKER_CHECK(part.new_rank == new_rank, DataError, "a part for rank {} reached rank {}",
                  part.new_rank, new_rank);
-    STOKER_CHECK(part.delivered.size() == datasets &&
+    STOKER_CHECK(part.delivered.size() == datasets && part.deficit.size() == datasets &&
                      part.cursors.size() == part.shards.size() * datasets,
                  DataError, "rank {}'s checkpoint holds {} datasets, not {}", part.old_rank,
                  part.delivered.size(), datasets);
     state.generation = std::max(state.generation, part.generation + 1);
-    for (uint64_t d = 0; d < datasets; ++d) state.delivered[d] += part.delivered[d];
+    for (uint64_t d = 0; d < datasets; ++d) {
+      state.delivered[d] += part.delivered[d];
+      state.deficit[d] += part.deficit[d];
+    }
     for (size_t k = 0; k < part.shards.size(); ++k) {
       const uint64_t j = part.shards[k];
       STOKER_CHECK(state.shards.contains(j) && !covered[j - state.shards.begin], DataError,
@@ -85,6 +90,8 @@ std::string EncodeRescalePart(const RescalePart& part) {
   out.Put(part.generation);
   out.Put<uint64_t>(part.delivered.size());
   for (uint64_t v : part.delivered) out.Put(v);
+  out.Put<uint64_t>(part.deficit.size());
+  for (double v : part.deficit) out.Put(v);
   out.Put<uint64_t>(part.shards.size());
   for (uint64_t j : part.shards) out.Put(j);
   out.Put<uint64_t>(part.cursors.size());
@@ -110,6 +117,8 @@ RescalePart DecodeRescalePart(const std::string& bytes) {
   part.generation = in.Get<uint64_t>();
   part.delivered.resize(in.Get<uint64_t>());
   for (uint64_t& v : part.delivered) v = in.Get<uint64_t>();
+  part.deficit.resize(in.Get<uint64_t>());
+  for (double& v : part.deficit) v = in.Get<double>();
   part.shards.resize(in.Get<uint64_t>());
   for (uint64_t& j : part.shards) j = in.Get<uint64_t>();
   part.cursors.resize(in.Get<uint64_t>());

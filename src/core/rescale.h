@@ -5,7 +5,8 @@
 // of its logical shards (a contiguous run of shards goes to each: usually one to three parts):
 // the cursors of those shards, the documents left unfinished in them (in their old order), the
 // old rank's step and generation, and the share of its mixing counters that goes with those
-// shards (split in proportion to shard counts, so that every sum is kept exactly). A new rank
+// shards (split in proportion to shard counts: the counts of started tokens so that every sum is
+// kept exactly, the mixer's deficits as fractions of theirs). A new rank
 // assembles its state from the parts it receives: its shards' cursors as they stood (a document
 // cut by a row's end goes on from where it stood), the step, the generation plus one (a new
 // interleaving), the unfinished documents in (old rank, old order) order, and the summed
@@ -26,6 +27,7 @@ struct RescalePart {
   uint64_t step = 0;
   uint64_t generation = 0;
   std::vector<uint64_t> delivered;  // the share of the old rank's counters, per dataset
+  std::vector<double> deficit;      // the share of the old rank's deficits, per dataset
   std::vector<uint64_t> shards;     // logical shards whose cursors follow
   std::vector<ShardCursor> cursors; // shards.size() * datasets, shard after shard
   std::vector<UnfinishedDoc> unfinished;  // in the old rank's order

@@ -7,30 +7,20 @@
 
 namespace stoker {
 
-namespace {
-
-std::vector<double> WeightsOf(const std::vector<PlannerDataset>& datasets) {
-  std::vector<double> weights;
-  for (const auto& d : datasets) weights.push_back(d.weight);
-  return weights;
-}
-
-}  // namespace
-
 RowPlanner::RowPlanner(PlannerConfig config, RankState state, DocLocator locate)
     : config_(std::move(config)),
       walk_{.state = std::move(state)},
       locate_(std::move(locate)),
-      mixer_(WeightsOf(config_.datasets)),
       extra_(config_.bos ? 2 : 1) {
   const RankState& s = walk_.state;
   const auto n = static_cast<uint32_t>(config_.datasets.size());
-  STOKER_ASSERT(s.datasets == n && s.delivered.size() == n && s.interleave.size() == n,
+  STOKER_ASSERT(s.datasets == n && s.delivered.size() == n && s.deficit.size() == n &&
+                    s.interleave.size() == n && config_.schedule.datasets() == n,
                 "state of {} datasets for {}", s.datasets, n);
   STOKER_ASSERT(config_.row_tokens > 0, "rows of 0 tokens");
   active_.resize(n);
   rank_docs_.resize(n);
-  available_.resize(n);
+  has_documents_.resize(n);
   walk_.least_epoch.resize(n);
   walk_.at_least_epoch.resize(n);
   walk_.visits.resize(n);
@@ -45,9 +35,26 @@ RowPlanner::RowPlanner(PlannerConfig config, RankState state, DocLocator locate)
       active_[d].push_back(j);
       rank_docs_[d] += size;
     }
-    available_[d] = !active_[d].empty() && config_.datasets[d].weight > 0;
+    has_documents_[d] = !active_[d].empty();
     FindLeastEpoch(walk_, d);
   }
+  // A state saved at a jump's step started afresh then (EndBatch); a resume with other weights
+  // starts afresh in the loader.
+  mixer_ = Mixer(config_.schedule.WeightsAt(s.step), has_documents_);
+}
+
+void RowPlanner::EndBatch() {
+  ++walk_.state.step;
+  FollowSchedule();
+}
+
+void RowPlanner::FollowSchedule() {
+  RankState& s = walk_.state;
+  Mixer next(config_.schedule.WeightsAt(s.step), has_documents_);
+  if (config_.schedule.JumpsAt(s.step) || !next.ReadsTheSame(mixer_)) {
+    std::fill(s.deficit.begin(), s.deficit.end(), 0.0);
+  }
+  mixer_ = std::move(next);
 }
 
 void RowPlanner::NextRow(std::vector<Segment>* row) {
@@ -74,7 +81,7 @@ void RowPlanner::NextRow(std::vector<Segment>* row) {
 }
 
 void RowPlanner::StartNextDocument() {
-  const auto dataset = mixer_.Pick(walk_.state.delivered, available_);
+  const auto dataset = mixer_.Pick(walk_.state.deficit);
   STOKER_CHECK(dataset.has_value(), DataError,
                "rank {} of {} has no documents to read: every dataset of positive weight is "
                "empty on its {} logical shards",
@@ -111,13 +118,15 @@ void RowPlanner::StartDocumentOf(uint32_t dataset) {
       continue;
     }
     walk_.state.delivered[dataset] += framed;
+    mixer_.Count(dataset, framed, walk_.state.deficit);
     walk_.state.unfinished.push_back({dataset, shard});
     return;
   }
 }
 
 RowPlanner::Ahead RowPlanner::LookAhead(uint32_t dataset) {
-  STOKER_ASSERT(available_[dataset], "looking ahead in dataset {}, which is never read", dataset);
+  STOKER_ASSERT(has_documents_[dataset], "looking ahead in dataset {}, which has no documents here",
+                dataset);
   if (!ahead_started_) {
     ahead_ = walk_;  // the unfinished documents' cursors still point at them: move them on
     for (const UnfinishedDoc& doc : walk_.state.unfinished) Advance(ahead_, doc.shard, doc.dataset);
@@ -173,6 +182,7 @@ StateDelta RowPlanner::TakeDelta() {
   const RankState& s = walk_.state;
   StateDelta delta{.step = s.step,
                    .delivered = s.delivered,
+                   .deficit = s.deficit,
                    .interleave = s.interleave,
                    .unfinished = s.unfinished};
   std::sort(touched_.begin(), touched_.end());

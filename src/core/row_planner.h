@@ -5,7 +5,9 @@
 // non-overlapping rows of `row_tokens` (= seq_len + 1) tokens. A document cut by a row's end goes
 // on in the next row: no token is dropped and none is padded.
 //
-// The next document comes from the dataset the Mixer picks; within that dataset, from the rank's
+// The next document comes from the dataset the Mixer picks at the weights of the step being
+// planned (PlannerConfig::schedule; at a jump's step the deficits start afresh); within that
+// dataset, from the rank's
 // logical shards in turn, each cycle visiting every non-empty one once in a random order keyed
 // by (seed, dataset, world, rank, generation, cycle); within a logical shard, from the next
 // position of its slice of the epoch's order (DatasetOrder). A shard at the end of its slice
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "core/loader_state.h"
+#include "core/mix_schedule.h"
 #include "core/mixer.h"
 #include "core/order.h"
 
@@ -37,7 +40,6 @@ namespace stoker {
 struct PlannerDataset {
   std::string name;
   uint64_t docs = 0;
-  double weight = 0;  // relative; 0: never read
 };
 
 struct PlannerConfig {
@@ -48,6 +50,7 @@ struct PlannerConfig {
   uint64_t row_tokens = 1;  // seq_len + 1
   bool bos = false;         // frame documents with a BOS as well as an EOS
   std::vector<PlannerDataset> datasets;
+  MixSchedule schedule;  // the weights of every step; a dataset of weight 0 is not read
 };
 
 // Where a document's tokens are: `length` tokens from `begin` in file `file` of the corpus table.
@@ -81,8 +84,8 @@ class RowPlanner {
   // DataError when this rank has no document to deliver.
   void NextRow(std::vector<Segment>* row);
 
-  // Counts a batch as delivered: the step goes up by one.
-  void EndBatch() { ++walk_.state.step; }
+  // Counts a batch as delivered: the step goes up by one, and the weights are that step's.
+  void EndBatch();
   // What changed since the last call (or since construction).
   StateDelta TakeDelta();
 
@@ -91,7 +94,8 @@ class RowPlanner {
   // returned, or after the last one the planner visited if that is further on. `visit` counts
   // the dataset's visits from construction on (as visits() does), so the document is needed once
   // visits(dataset) > visit. Documents left unfinished in the state are not among them. The first
-  // call copies the state (one RankState more in memory). Only for an available() dataset.
+  // call copies the state (one RankState more in memory). Only for a dataset with documents on
+  // this rank (has_documents()).
   struct Ahead {
     uint64_t visit = 0;
     uint64_t doc = 0;
@@ -99,8 +103,10 @@ class RowPlanner {
   Ahead LookAhead(uint32_t dataset);
   // Documents of `dataset` the planner has visited since construction.
   uint64_t visits(uint32_t dataset) const { return walk_.visits[dataset]; }
-  // Whether the dataset is ever read: positive weight and documents on this rank's shards.
-  bool available(uint32_t dataset) const { return available_[dataset]; }
+  // Whether the dataset has documents on this rank's shards.
+  bool has_documents(uint32_t dataset) const { return has_documents_[dataset]; }
+  // Whether the dataset is read at the current step: documents and a positive weight.
+  bool reads(uint32_t dataset) const { return mixer_.reads(dataset); }
 
   const RankState& state() const { return walk_.state; }
   const PlannerConfig& config() const { return config_; }
@@ -118,6 +124,9 @@ class RowPlanner {
   // Picks the next document and makes it the front of the state's unfinished documents.
   void StartNextDocument();
   void StartDocumentOf(uint32_t dataset);
+  // The mixer of the current step's weights; at a jump, and where a ramp takes a dataset's weight
+  // to 0 or from 0, the deficits start afresh.
+  void FollowSchedule();
   // The shard of the dataset's next document, moving the walk's interleaving on.
   uint64_t NextShard(Walk& walk, uint32_t dataset) const;
   // The document the cursor of (shard, dataset) points at.
@@ -138,7 +147,7 @@ class RowPlanner {
   std::vector<uint64_t> interleave_keys_;      // per dataset: from (seed, name, world, rank, generation)
   std::vector<std::vector<uint64_t>> active_;  // per dataset: owned shards with documents
   std::vector<uint64_t> rank_docs_;            // per dataset: documents in those shards
-  std::vector<bool> available_;                // per dataset: positive weight, owned documents
+  std::vector<bool> has_documents_;            // per dataset: documents in those shards
   std::vector<uint64_t> touched_;              // cursor indices changed since TakeDelta
 };
 

@@ -1,16 +1,10 @@
-// The Loader: SetUpLoader (collective), then a reading thread that plans rows, keeps the reads of
-// the batches ahead in flight (BatchReader) with those of the offsets of the documents after
-// them (DocIndex), and queues finished batches; Next() takes them in order on the trainer's
-// thread.
+// The Loader: SetUpLoader (collective), then a BatchStream from the starting state; Next() takes
+// its batches in order on the trainer's thread and keeps the state after the last one.
 #include "stoker/loader.h"
 
 #include <spdlog/spdlog.h>
 
-#include <condition_variable>
-#include <deque>
-#include <exception>
-#include <mutex>
-#include <thread>
+#include <memory>
 
 #include "base/check.h"
 #include "checkpoint/checkpoint_lock.h"
@@ -18,76 +12,53 @@
 #include "checkpoint/checkpoint_writer.h"
 #include "checkpoint/corpus_record_file.h"
 #include "checkpoint/restore.h"
-#include "core/boundaries.h"
 #include "core/loader_state.h"
-#include "loader/batch_reader.h"
-#include "loader/doc_index.h"
+#include "loader/batch_stream.h"
 #include "loader/loader_setup.h"
-#include "loader/read_router.h"
 
 namespace stoker {
+
+namespace {
+
+// "web=0.7, code=0.3": the datasets of positive weight.
+std::string WeightsText(const CorpusTable& table, const std::vector<double>& weights) {
+  std::vector<std::string> parts;
+  for (size_t d = 0; d < weights.size(); ++d) {
+    if (weights[d] > 0)
+      parts.push_back(fmt::format("{}={:.4g}", table.datasets[d].name, weights[d]));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+}  // namespace
 
 class Loader::Impl {
  public:
   Impl(MPI_Comm comm, const LoaderConfig& config);
-  ~Impl();
 
   std::optional<Batch> Next();
   void Save(const std::string& step_dir);
   void WaitForSave() { writer_.Wait(); }
+  void SetWeights(const std::map<std::string, double>& weights);
   const LoaderSetup& setup() const { return setup_; }
   const RankState& delivered() const { return delivered_; }
   int rank() const { return comm_.rank(); }
   int size() const { return comm_.size(); }
 
  private:
-  struct Ready {
-    Batch batch;
-    StateDelta delta;
-  };
-  enum class Step { kPlan, kRead, kStop };
-  // A read of offsets waits behind the token reads in flight (about io_depth of them: 2 ms on a
-  // local disk at 128, more on a parallel file system) while a batch is planned every half
-  // millisecond or so: looking 2 batches ahead, a cold run's planner waited for ~130 blocks in
-  // 1,200 batches; 8 ahead, for 3 to 7.
-  static constexpr uint64_t kOffsetBatchesAhead = 8;
-  void ReadAhead();
-  Step NextStep(size_t being_read);
-  void ReadOffsetsAhead();
-  Ready PlanBatch();
-  void Deliver(std::deque<Ready>* being_read, size_t complete);
   OrderIdentity Identity() const;
   RankState StartingState();
+  void FollowNewSchedule(const MixSchedule& saved, RankState* state) const;
 
   mpi::Comm comm_;
   LoaderConfig config_;
-  LoaderSetup setup_;
+  LoaderSetup setup_;  // its planner's schedule changes with SetWeights
   // Rank 0's encoded corpus record, written beside its rank file at every save (null on other
   // ranks): encoded once, since the table does not change during a run.
   std::shared_ptr<const std::string> corpus_record_;
   RankState delivered_;  // the state after the last batch Next() returned (trainer's thread)
   CheckpointWriter writer_;
-
-  // The reading thread's own: the planner runs ahead of delivered_.
-  ShardPool pool_;
-  ReadRouter router_;  // closed before the readers whose buffers its reads fill go
-  DocIndex index_;     // added to the router first: offsets are read before tokens
-  BatchReader reader_;
-  RowPlanner planner_;
-  std::vector<std::vector<Segment>> rows_;
-  size_t window_;  // batches read at once (BatchesBeingRead)
-  // Per dataset: documents ahead whose offsets the index holds (oldest first), and the planner's
-  // visits when the last batch was planned.
-  std::vector<std::deque<RowPlanner::Ahead>> held_;
-  std::vector<uint64_t> visits_before_;
-  bool looking_ahead_ = true;  // until the index holds every block for good
-
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<Ready> queue_;
-  std::exception_ptr error_;
-  bool stopping_ = false;
-  std::thread thread_;  // last: starts when everything above exists
+  std::unique_ptr<BatchStream> stream_;  // runs ahead of delivered_
 };
 
 Loader::Impl::Impl(MPI_Comm comm, const LoaderConfig& config)
@@ -98,27 +69,12 @@ Loader::Impl::Impl(MPI_Comm comm, const LoaderConfig& config)
                                              EncodeCorpusRecord(RecordOf(setup_.table)))
                                        : nullptr),
       delivered_(StartingState()),
-      pool_(setup_.table, setup_.arrays, config_.max_open_files,
-            ReadsDirect(config_, setup_.table)),
-      router_(MakeReadQueue(config_.io_engine, config_.io_depth)),
-      index_(setup_.table, &pool_, &router_, config_.offset_cache_bytes),
-      reader_(&pool_, &router_, setup_.eos_id, setup_.bos_id),
-      planner_(setup_.planner, delivered_,
-               [this](uint32_t dataset, uint64_t doc) { return index_.Locate(dataset, doc); }),
-      rows_(config_.batch_size),
-      window_(BatchesBeingRead(config_)),
-      held_(setup_.table.datasets.size()),
-      visits_before_(setup_.table.datasets.size()),
-      thread_([this] { ReadAhead(); }) {
-  const ReadQueue& queue = router_.queue();
+      stream_(std::make_unique<BatchStream>(setup_, config_, delivered_, comm_.rank())) {
+  const ReadQueue& queue = stream_->queue();
   if (!queue.fallback_reason().empty() && comm_.rank() == 0) {
     spdlog::info("reading with {} threads at most: io_uring is not available ({})", queue.depth(),
                  queue.fallback_reason());
   }
-  spdlog::debug(
-      "rank {}: reading with {}, {} reads in flight, {} batches at once, {}", comm_.rank(),
-      IoEngineName(queue.engine()), queue.depth(), window_,
-      pool_.direct_reads() ? "tokens read with O_DIRECT" : "every read through the page cache");
 }
 
 OrderIdentity Loader::Impl::Identity() const {
@@ -140,18 +96,41 @@ RankState Loader::Impl::StartingState() {
   RestoredState restored = RestoreRankState(comm_, config_.resume_from, Identity(), setup_.table);
   mpi::FailTogether(comm_,
                     [&] { CheckStateFits(restored.state, setup_.planner, config_.resume_from); });
-  if (restored.saved_weights != setup_.weights) {
-    // Dynamic mixing: the new weights rule from this step on, so the counters start afresh
-    // (kept, they would make the mixer first catch up with the new weights).
-    spdlog::info("resume: mixing weights changed; they rule from step {} on", restored.state.step);
-    std::fill(restored.state.delivered.begin(), restored.state.delivered.end(), 0);
-  }
+  FollowNewSchedule(restored.saved_schedule, &restored.state);
   return std::move(restored.state);
+}
+
+// The schedule of this run rules the steps not yet run. Weights other than the saved run's at
+// the resumed step are a jump there: the mixer's deficits start afresh (kept, the mixer would
+// first make up what the old weights owed), as they do at a jump of the schedule at that step
+// (a state saved there started afresh already: nothing changes). Otherwise the run goes on
+// bit for bit.
+void Loader::Impl::FollowNewSchedule(const MixSchedule& saved, RankState* state) const {
+  const MixSchedule& now = setup_.planner.schedule;
+  const uint64_t step = state->step;
+  const bool changed = now.WeightsAt(step) != saved.WeightsAt(step);
+  if (changed || now.JumpsAt(step)) std::fill(state->deficit.begin(), state->deficit.end(), 0.0);
+  if (now == saved) return;
+  if (changed) {
+    if (comm_.rank() == 0) {
+      spdlog::info(
+          "resume at step {}: mixing weights {} where the saved run had {}; they rule "
+          "from here on",
+          step, WeightsText(setup_.table, now.WeightsAt(step)),
+          WeightsText(setup_.table, saved.WeightsAt(step)));
+    }
+  } else if (comm_.rank() == 0) {
+    spdlog::info(
+        "resume at step {}: the weight schedule differs from the saved run's; this "
+        "one rules from here on",
+        step);
+  }
 }
 
 void Loader::Impl::Save(const std::string& step_dir) {
   RankCheckpoint snapshot{.identity = Identity(),
-                          .weights = setup_.weights,
+                          .weights = setup_.planner.schedule.WeightsAt(delivered_.step),
+                          .schedule = setup_.planner.schedule,
                           .world = static_cast<uint64_t>(comm_.size()),
                           .rank = static_cast<uint64_t>(comm_.rank()),
                           .state = delivered_};
@@ -162,140 +141,44 @@ void Loader::Impl::Save(const std::string& step_dir) {
                  std::move(record));
 }
 
-Loader::Impl::~Impl() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  changed_.notify_all();
-  thread_.join();
-  router_.Close();
-  spdlog::debug(
-      "rank {}: {} document lookups, {} offset blocks read ({} on the spot, {} lookups "
-      "waited for a block being read), {} token reads",
-      comm_.rank(), index_.lookups(), index_.block_reads(), index_.misses(), index_.waits(),
-      reader_.reads());
-}
-
-// Plans batches while the window has room, keeping their reads in flight; hands each batch to the
-// queue as soon as it and every batch before it are read; waits for reads when it cannot plan,
-// and for the trainer when nothing is being read and the queue is full.
-void Loader::Impl::ReadAhead() {
-  try {
-    std::deque<Ready> being_read;  // oldest first
-    while (true) {
-      const Step step = NextStep(being_read.size());
-      if (step == Step::kStop) return;
-      if (step == Step::kPlan) {
-        ReadOffsetsAhead();
-        being_read.push_back(PlanBatch());
-      }
-      Deliver(&being_read, reader_.Take(/*wait=*/step == Step::kRead));
-    }
-  } catch (...) {
-    std::lock_guard lock(mutex_);
-    error_ = std::current_exception();
-    changed_.notify_all();
-  }
-}
-
-// Plan one more batch if the window and the queue have room, else wait for reads; with none being
-// read, waits for room (or for the loader to stop).
-Loader::Impl::Step Loader::Impl::NextStep(size_t being_read) {
-  std::unique_lock lock(mutex_);
-  const auto room = [&] {
-    return being_read < window_ && queue_.size() + being_read < config_.prefetch + window_;
-  };
-  if (being_read == 0) changed_.wait(lock, [&] { return stopping_ || room(); });
-  if (stopping_) return Step::kStop;
-  return room() ? Step::kPlan : Step::kRead;
-}
-
-void Loader::Impl::Deliver(std::deque<Ready>* being_read, size_t complete) {
-  if (complete == 0) return;
-  {
-    std::lock_guard lock(mutex_);
-    for (; complete > 0; --complete) {
-      queue_.push_back(std::move(being_read->front()));
-      being_read->pop_front();
-    }
-  }
-  changed_.notify_all();
-}
-
-// Keeps the offsets of each dataset's next documents held (RowPlanner::LookAhead): those of the
-// next kOffsetBatchesAhead batches (as many documents as the last batch visited) and 8 more, so
-// that a block of offsets is read while the tokens of the batches before it are; within the
-// index's max_held(), shared evenly.
-// Once the index holds every block for good (a corpus whose offsets fit the cache, all read),
-// it lets go of what it holds and looks ahead no more: a second walk of the order per document
-// costs a corpus in the page cache about a sixth of its rate.
-void Loader::Impl::ReadOffsetsAhead() {
-  const auto datasets = static_cast<uint32_t>(held_.size());
-  if (looking_ahead_ && index_.HoldsEveryBlock()) {
-    looking_ahead_ = false;
-    for (uint32_t d = 0; d < datasets; ++d) {
-      for (const RowPlanner::Ahead& ahead : held_[d]) index_.Release(d, ahead.doc);
-      held_[d].clear();
-    }
-  }
-  if (!looking_ahead_) return;
-  uint64_t available = 0;
-  for (uint32_t d = 0; d < datasets; ++d) available += planner_.available(d) ? 1 : 0;
-  const uint64_t most = std::max<uint64_t>(1, index_.max_held() / std::max<uint64_t>(available, 1));
-  for (uint32_t d = 0; d < datasets; ++d) {
-    if (!planner_.available(d)) continue;
-    auto& held = held_[d];
-    const uint64_t visits = planner_.visits(d);
-    while (!held.empty() && held.front().visit < visits) {
-      index_.Release(d, held.front().doc);
-      held.pop_front();
-    }
-    const uint64_t wanted = std::min(kOffsetBatchesAhead * (visits - visits_before_[d]) + 8, most);
-    visits_before_[d] = visits;
-    for (uint64_t looked = 0; held.size() < wanted && looked < wanted; ++looked) {
-      const RowPlanner::Ahead next = planner_.LookAhead(d);
-      if (index_.Hold(d, next.doc)) held.push_back(next);
-    }
-  }
-}
-
-Loader::Impl::Ready Loader::Impl::PlanBatch() {
-  Ready ready;
-  Batch& batch = ready.batch;
-  batch.rows = config_.batch_size;
-  batch.row_tokens = config_.seq_len + 1;
-  batch.dataset_tokens.assign(setup_.table.datasets.size(), 0);
-  for (uint32_t r = 0; r < rows_.size(); ++r) {
-    planner_.NextRow(&rows_[r]);
-    for (const Segment& s : rows_[r]) batch.dataset_tokens[s.dataset] += s.count;
-    AppendPieces(rows_[r], r, &batch.pieces);
-  }
-  planner_.EndBatch();
-  batch.step = planner_.state().step;
-  ready.delta = planner_.TakeDelta();
-  batch.tokens.resize(batch.rows * batch.row_tokens);
-  reader_.Add(rows_, batch.row_tokens, batch.tokens.data());
-  reader_.Start();
-  if (config_.boundaries.Any()) {  // while the batch's reads are in flight
-    batch.boundaries =
-        ComputeBoundaries(batch.pieces, batch.rows, batch.row_tokens, config_.boundaries);
-  }
-  return ready;
-}
-
 std::optional<Batch> Loader::Impl::Next() {
-  Ready ready;
-  {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return !queue_.empty() || error_; });
-    if (queue_.empty()) std::rethrow_exception(error_);
-    ready = std::move(queue_.front());
-    queue_.pop_front();
+  if (!stream_) {
+    throw InternalError(
+        fmt::format("rank {}: no reading pipeline since a SetWeights failed to "
+                    "start one",
+                    comm_.rank()));
   }
-  changed_.notify_all();
+  BatchStream::Ready ready = stream_->Next();
   ApplyDelta(ready.delta, &delivered_);
   return std::move(ready.batch);
+}
+
+// A new stream from the state after the last batch delivered: what the old one read ahead was
+// planned with the old weights (an error it met there would meet the new one again). A stream
+// that cannot start leaves the old schedule and state, and a stream of them if one starts.
+void Loader::Impl::SetWeights(const std::map<std::string, double>& weights) {
+  const uint64_t step = delivered_.step;
+  MixSchedule schedule = ScheduleSettingWeights(setup_.planner, setup_.table, step, weights);
+  stream_.reset();
+  const MixSchedule before = setup_.planner.schedule;
+  const std::vector<double> deficit = delivered_.deficit;
+  setup_.planner.schedule = std::move(schedule);
+  if (setup_.planner.schedule.JumpsAt(step)) {
+    std::fill(delivered_.deficit.begin(), delivered_.deficit.end(), 0.0);
+  }
+  try {
+    stream_ = std::make_unique<BatchStream>(setup_, config_, delivered_, comm_.rank());
+  } catch (...) {
+    setup_.planner.schedule = before;
+    delivered_.deficit = deficit;
+    try {
+      stream_ = std::make_unique<BatchStream>(setup_, config_, delivered_, comm_.rank());
+    } catch (...) {  // Next() says so
+    }
+    throw;
+  }
+  spdlog::info("rank {}: mixing weights {} from step {} on", comm_.rank(),
+               WeightsText(setup_.table, setup_.planner.schedule.WeightsAt(step)), step);
 }
 
 Loader::Loader(MPI_Comm comm, const LoaderConfig& config)
@@ -325,7 +208,24 @@ void Loader::PrepareFreshStart(MPI_Comm comm, const std::string& checkpoint_dir,
   stoker::PrepareFreshStart(mpi::Comm(comm), checkpoint_dir, start_over);
 }
 const CorpusTable& Loader::corpus() const { return impl_->setup().table; }
-const std::vector<double>& Loader::weights() const { return impl_->setup().weights; }
+void Loader::SetWeights(const std::map<std::string, double>& weights) {
+  impl_->SetWeights(weights);
+}
+std::vector<double> Loader::weights() const {
+  return impl_->setup().planner.schedule.WeightsAt(impl_->delivered().step);
+}
+WeightSchedule Loader::schedule() const {
+  const LoaderSetup& setup = impl_->setup();
+  WeightSchedule out;
+  for (const MixEntry& e : setup.planner.schedule.entries()) {
+    WeightScheduleEntry& entry =
+        out.emplace_back(WeightScheduleEntry{.step = e.step, .ramp = e.ramp});
+    for (size_t d = 0; d < e.weights.size(); ++d) {
+      entry.weights[setup.table.datasets[d].name] = e.weights[d];
+    }
+  }
+  return out;
+}
 int64_t Loader::eos_id() const { return impl_->setup().eos_id; }
 std::optional<int64_t> Loader::bos_id() const { return impl_->setup().bos_id; }
 int Loader::rank() const { return impl_->rank(); }

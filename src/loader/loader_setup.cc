@@ -41,13 +41,14 @@ std::optional<int64_t> CorpusAttribute(const CorpusTable& table, const char* nam
   return value;
 }
 
-// Datasets of positive weight of which some rank would own no document: refused, because that
-// rank could not follow the weights (and a rank with nothing at all to read could not stream).
-void CheckEveryRankHasDocuments(const LoaderSetup& setup, uint64_t world) {
-  const PlannerConfig& p = setup.planner;
+// Datasets of positive weight at some step of which some rank would own no document: refused,
+// because that rank could not follow the weights (and a rank with nothing at all to read could
+// not stream).
+std::vector<std::string> RanksWithoutDocuments(const PlannerConfig& p, uint64_t world) {
   std::vector<std::string> problems;
-  for (const PlannerDataset& d : p.datasets) {
-    if (d.weight <= 0) continue;
+  for (uint32_t k = 0; k < p.datasets.size(); ++k) {
+    const PlannerDataset& d = p.datasets[k];
+    if (!p.schedule.EverPositive(k)) continue;
     for (uint64_t rank = 0; rank < world; ++rank) {
       const IndexRange shards = OwnedLogicalShards(p.logical_shards, world, rank);
       const uint64_t first = SplitRange(d.docs, p.logical_shards, shards.begin).begin;
@@ -60,7 +61,7 @@ void CheckEveryRankHasDocuments(const LoaderSetup& setup, uint64_t world) {
       break;
     }
   }
-  if (!problems.empty()) Refuse(problems);
+  return problems;
 }
 
 double BatchBytes(const LoaderConfig& c) {
@@ -207,7 +208,28 @@ std::vector<std::string> LoaderConfig::Problems() const {
     if (!(weight >= 0)) problems.push_back(fmt::format("weight of {} is {}; weights must be >= 0",
                                                        name, weight));
   }
+  if (!weight_schedule.empty()) {
+    if (!weights.empty()) {
+      problems.push_back(
+          "both weights and a weight schedule: give one (--weights is the "
+          "schedule of one entry)");
+    }
+    for (const std::string& p : WeightScheduleProblems(weight_schedule)) {
+      problems.push_back("--weights-schedule: " + p);
+    }
+  }
   return problems;
+}
+
+void LoaderConfig::SetMixing(const std::string& weights_text, const std::string& schedule_value) {
+  if (!weights_text.empty() && !schedule_value.empty()) {
+    throw ConfigError(
+        "--weights and --weights-schedule exclude each other (--weights is the "
+        "schedule of one entry)");
+  }
+  weights = ParseWeights(weights_text);
+  weight_schedule =
+      schedule_value.empty() ? WeightSchedule{} : WeightScheduleArgument(schedule_value);
 }
 
 uint64_t BatchesBeingRead(const LoaderConfig& config) {
@@ -223,40 +245,68 @@ uint32_t RankIoDepth(const LoaderConfig& config, uint64_t ranks_on_node) {
   return static_cast<uint32_t>(std::max<uint64_t>(share, LoaderConfig::kMinRankIoDepth));
 }
 
-std::vector<double> ResolveWeights(const LoaderConfig& config, const CorpusTable& table) {
-  std::vector<std::string> problems;
+std::vector<double> ResolveWeights(const std::map<std::string, double>& weights,
+                                   const CorpusTable& table, const std::string& what,
+                                   std::vector<std::string>* problems) {
+  const size_t problems_before = problems->size();
   std::set<std::string> names;
   for (const auto& d : table.datasets) names.insert(d.name);
-  for (const auto& [name, weight] : config.weights) {
+  for (const auto& [name, weight] : weights) {
     if (!names.count(name)) {
-      problems.push_back(fmt::format("--weights names dataset {}, which corpus {} does not have "
-                                     "(it has: {})",
-                                     name, table.root, fmt::join(names, ", ")));
+      problems->push_back(
+          fmt::format("{} names dataset {}, which corpus {} does not have "
+                      "(it has: {})",
+                      what, name, table.root, fmt::join(names, ", ")));
     }
   }
-  std::vector<double> weights;
+  std::vector<double> resolved;
   double total = 0;
   for (const auto& d : table.datasets) {
     double w = static_cast<double>(d.tokens);
-    if (!config.weights.empty()) {
-      const auto it = config.weights.find(d.name);
-      w = it == config.weights.end() ? 0.0 : it->second;
+    if (!weights.empty()) {
+      const auto it = weights.find(d.name);
+      w = it == weights.end() ? 0.0 : it->second;
+    }
+    if (!(w >= 0) || !std::isfinite(w)) {
+      problems->push_back(
+          fmt::format("{}: weight of {} is {}; weights must be finite and >= 0", what, d.name, w));
+      w = 0;
     }
     if (w > 0 && d.tokens == 0) {
-      problems.push_back(
-          fmt::format("dataset {} has weight {} but no tokens: its {} documents "
+      problems->push_back(
+          fmt::format("{}: dataset {} has weight {} but no tokens: its {} documents "
                       "are all empty (give it weight 0)",
-                      d.name, w, d.docs));
+                      what, d.name, w, d.docs));
     }
-    weights.push_back(w);
+    resolved.push_back(w);
     total += w;
   }
-  if (problems.empty() && !(total > 0)) {
-    problems.push_back("every dataset has weight 0 (or no tokens): nothing to read");
+  if (problems->size() == problems_before && !(total > 0)) {
+    problems->push_back(what + ": every dataset has weight 0 (or no tokens): nothing to read");
+  } else if (problems->size() == problems_before && !std::isfinite(total)) {
+    problems->push_back(what + ": the weights sum to more than a double holds; scale them down");
+  }
+  if (problems->size() > problems_before) return {};
+  return MixSchedule::Normalized(std::move(resolved));
+}
+
+MixSchedule ResolveSchedule(const LoaderConfig& config, const CorpusTable& table) {
+  std::vector<std::string> problems;
+  const WeightSchedule schedule = config.weight_schedule.empty()
+                                      ? WeightSchedule{{.step = 0, .weights = config.weights}}
+                                      : config.weight_schedule;
+  std::vector<MixEntry> entries;
+  for (size_t k = 0; k < schedule.size(); ++k) {
+    const std::string what =
+        config.weight_schedule.empty()
+            ? std::string("--weights")
+            : fmt::format("--weights-schedule entry {} (step {})", k + 1, schedule[k].step);
+    entries.push_back({.step = schedule[k].step,
+                       .ramp = schedule[k].ramp,
+                       .weights = ResolveWeights(schedule[k].weights, table, what, &problems)});
   }
   if (!problems.empty()) Refuse(problems);
-  for (double& w : weights) w /= total;
-  return weights;
+  return MixSchedule(std::move(entries));
 }
 
 LoaderSetup SetUpLoader(const mpi::Comm& comm, LoaderConfig* settings) {
@@ -283,7 +333,7 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, LoaderConfig* settings) {
                               comm.size(), config.logical_shards, config.resume_from,
                               config.logical_shards, config.logical_shards)});
   }
-  setup.weights = ResolveWeights(config, setup.table);
+  setup.planner.schedule = ResolveSchedule(config, setup.table);
   setup.eos_id = config.eos_id.value_or(
       CorpusAttribute(setup.table, "eos_id", &ShardInfo::eos_id).value_or(0));
   setup.bos_id = config.bos_id;
@@ -295,12 +345,23 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, LoaderConfig* settings) {
   p.rank = static_cast<uint64_t>(comm.rank());
   p.row_tokens = config.seq_len + 1;
   p.bos = setup.bos_id.has_value();
-  for (size_t d = 0; d < setup.table.datasets.size(); ++d) {
-    const DatasetInfo& info = setup.table.datasets[d];
-    p.datasets.push_back({info.name, info.docs, setup.weights[d]});
-  }
-  CheckEveryRankHasDocuments(setup, p.world);
+  for (const DatasetInfo& info : setup.table.datasets) p.datasets.push_back({info.name, info.docs});
+  if (auto problems = RanksWithoutDocuments(p, p.world); !problems.empty()) Refuse(problems);
   return setup;
+}
+
+MixSchedule ScheduleSettingWeights(const PlannerConfig& planner, const CorpusTable& table,
+                                   uint64_t step, const std::map<std::string, double>& weights) {
+  std::vector<std::string> problems;
+  std::vector<double> resolved = ResolveWeights(weights, table, "SetWeights", &problems);
+  if (problems.empty()) {
+    PlannerConfig changed = planner;
+    changed.schedule = planner.schedule.SetFrom(step, std::move(resolved));
+    problems = RanksWithoutDocuments(changed, changed.world);
+    if (problems.empty()) return changed.schedule;
+  }
+  throw ConfigError(
+      fmt::format("SetWeights refused at step {}:\n  {}", step, fmt::join(problems, "\n  ")));
 }
 
 bool ReadsDirect(const LoaderConfig& config, const CorpusTable& table) {

@@ -1,10 +1,13 @@
-// What the Loader works out, collectively, before it streams: the corpus table, the weights,
+// What the Loader works out, collectively, before it streams: the corpus table, the weight
+// schedule,
 // EOS/BOS, and the planner's configuration. Every rank computes the same from the same table, so
 // every check fails on every rank together.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/row_planner.h"
@@ -17,10 +20,9 @@ namespace stoker {
 struct LoaderSetup {
   CorpusTable table;
   std::vector<ArrayLocations> arrays;  // where each shard's arrays lie, in table.shards order
-  std::vector<double> weights;  // normalized, corpus order
   int64_t eos_id = 0;
   std::optional<int64_t> bos_id;
-  PlannerConfig planner;
+  PlannerConfig planner;  // with the weight schedule (ResolveSchedule)
 };
 
 // Collective over `comm`. Settles what `*config` leaves to the job (io_depth 0 becomes this rank's
@@ -42,8 +44,21 @@ uint64_t BatchesBeingRead(const LoaderConfig& config);
 // not keep them.
 bool ReadsDirect(const LoaderConfig& config, const CorpusTable& table);
 
-// The weights `config` asks for over `table`'s datasets, normalized; throws ConfigError
-// (collective: same table, same answer everywhere) naming unknown datasets or impossible weights.
-std::vector<double> ResolveWeights(const LoaderConfig& config, const CorpusTable& table);
+// The weight schedule `config` asks for (weight_schedule, else `weights` from step 0 on) over
+// `table`'s datasets, each entry normalized; throws ConfigError (collective: same table, same
+// answer everywhere) naming unknown datasets or impossible weights.
+MixSchedule ResolveSchedule(const LoaderConfig& config, const CorpusTable& table);
+
+// One entry's weights over `table`'s datasets, normalized: `weights` (not named: 0), or by
+// tokens when empty. Problems (unknown datasets, weight on a dataset without tokens, nothing to
+// read) go to `problems`, prefixed with `what` ("--weights", "--weights-schedule entry 2").
+std::vector<double> ResolveWeights(const std::map<std::string, double>& weights,
+                                   const CorpusTable& table, const std::string& what,
+                                   std::vector<std::string>* problems);
+
+// `planner`'s schedule with `weights` (ResolveWeights) from `step` on (MixSchedule::SetFrom);
+// ConfigError (on this rank) for weights the corpus cannot follow, as set-up refuses them.
+MixSchedule ScheduleSettingWeights(const PlannerConfig& planner, const CorpusTable& table,
+                                   uint64_t step, const std::map<std::string, double>& weights);
 
 }  // namespace stoker

@@ -2,7 +2,8 @@
 // and documents every call). It binds LoaderConfig and the Loader, turns stoker's errors into the
 // package's exceptions (stoker.Error and its kinds), and hands each batch over as a dict of torch
 // tensors that own the loader's buffers: no copy. Calls that wait (construction and the resume
-// helpers, which are collective; next(); wait_for_save()) release the GIL meanwhile.
+// helpers, which are collective; next(); wait_for_save(); set_weights()) release the GIL
+// meanwhile.
 //
 // Built on the public headers only, as a user of the library would build it. The communicator
 // comes from mpi4py as its Fortran handle (Comm.py2f()): mpi4py and stoker share Debian's Open MPI.
@@ -33,6 +34,15 @@ namespace {
 MPI_Comm CommOf(int64_t fortran_handle) {
   return MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_handle));
 }
+
+// The keys of a batch dict and the dataset names, as Python strings. At namespace scope: nested
+// in PyLoader, clang 14 would not yet see it default-constructible in std::optional's traits.
+struct BatchKeys {
+  py::str tokens{"tokens"}, input_ids{"input_ids"}, labels{"labels"}, step{"step"},
+      dataset_tokens{"dataset_tokens"}, position_ids{"position_ids"}, cu_seqlens{"cu_seqlens"},
+      max_seqlen{"max_seqlen"}, segment_ids{"segment_ids"}, loss_mask{"loss_mask"};
+  std::vector<py::str> datasets;
+};
 
 // The Loader, its piece trace (for `stoker audit`) when asked for, and the address of the last
 // batch's token buffer (for the package's test that the tensor holds that very memory).
@@ -86,12 +96,7 @@ class PyLoader {
   uintptr_t last_tokens_buffer() const { return last_tokens_buffer_; }
 
  private:
-  struct Keys {
-    py::str tokens{"tokens"}, input_ids{"input_ids"}, labels{"labels"}, step{"step"},
-        dataset_tokens{"dataset_tokens"}, position_ids{"position_ids"}, cu_seqlens{"cu_seqlens"},
-        max_seqlen{"max_seqlen"}, segment_ids{"segment_ids"}, loss_mask{"loss_mask"};
-    std::vector<py::str> datasets;
-  };
+  using Keys = BatchKeys;
   void MakeKeys() {
     keys_.emplace();
     for (const DatasetInfo& d : loader_.corpus().datasets) keys_->datasets.emplace_back(d.name);
@@ -112,12 +117,115 @@ std::optional<int64_t> CorpusVocab(const Loader& loader) {
   return vocab;
 }
 
+// The weights of the next batch by dataset name.
 std::map<std::string, double> WeightsByName(const Loader& loader) {
   std::map<std::string, double> out;
-  for (size_t d = 0; d < loader.weights().size(); ++d) {
-    out[loader.corpus().datasets[d].name] = loader.weights()[d];
+  const std::vector<double> weights = loader.weights();
+  for (size_t d = 0; d < weights.size(); ++d) {
+    out[loader.corpus().datasets[d].name] = weights[d];
   }
   return out;
+}
+
+// Weight schedules in Python are lists of dicts {"step": int, "ramp": bool, "weights": {name:
+// weight}}: what Loader(weight_schedule=[...]) takes, Loader.schedule gives and JSON holds as it
+// is. Entries from Python are checked here, with the GIL held, so that a wrong type is a
+// ConfigError naming the entry rather than pybind11's TypeError; the schedule's shape (steps
+// increasing, weights >= 0) is LoaderConfig::Problems's, as for the C++ loader.
+py::dict EntryToPython(const WeightScheduleEntry& entry) {
+  py::dict out;
+  out["step"] = entry.step;
+  out["ramp"] = entry.ramp;
+  out["weights"] = entry.weights;
+  return out;
+}
+
+py::list ScheduleToPython(const WeightSchedule& schedule) {
+  py::list out;
+  for (const WeightScheduleEntry& entry : schedule) out.append(EntryToPython(entry));
+  return out;
+}
+
+std::string Repr(py::handle value) { return py::repr(value).cast<std::string>(); }
+
+// An integer in [0, 2^64), a numpy one too; True and False are ints to Python but no step.
+uint64_t StepOf(py::handle value, const std::string& where) {
+  if (!py::isinstance<py::bool_>(value)) {
+    if (PyObject* index = PyNumber_Index(value.ptr())) {
+      try {
+        return py::reinterpret_steal<py::int_>(index).cast<uint64_t>();
+      } catch (const py::cast_error&) {  // below 0 or from 2^64 on
+      }
+    } else {
+      PyErr_Clear();
+    }
+  }
+  throw ConfigError(where + ": step " + Repr(value) + " is not a whole number from 0 to 2^64 - 1");
+}
+
+// An int or a float (a numpy one too); True and False are numbers to Python but no weight.
+double WeightOf(py::handle name, py::handle weight, const std::string& where) {
+  if (!py::isinstance<py::bool_>(weight)) {
+    try {
+      return weight.cast<double>();
+    } catch (const py::cast_error&) {
+    }
+  }
+  throw ConfigError(where + ": the weight of " + Repr(name) + ", " + Repr(weight) +
+                    ", is not a number");
+}
+
+// A dict of dataset name -> weight (the loader checks the names and that weights are >= 0).
+std::map<std::string, double> WeightsOf(py::handle value, const std::string& where) {
+  if (!py::isinstance<py::dict>(value)) {
+    throw ConfigError(where + ": " + Repr(value) + " is not a dict of dataset name -> weight");
+  }
+  std::map<std::string, double> weights;
+  for (const auto& [name, weight] : value.cast<py::dict>()) {
+    if (!py::isinstance<py::str>(name)) {
+      throw ConfigError(where + ": dataset name " + Repr(name) + " is not a string");
+    }
+    weights[name.cast<std::string>()] = WeightOf(name, weight, where);
+  }
+  return weights;
+}
+
+WeightScheduleEntry EntryFromPython(py::handle item, size_t number) {
+  const std::string where = "weight_schedule entry " + std::to_string(number) + " " + Repr(item);
+  if (!py::isinstance<py::dict>(item)) {
+    throw ConfigError(where + ": not a dict {'step': ..., 'weights': {...}, 'ramp': ...}");
+  }
+  const auto entry = item.cast<py::dict>();
+  for (const auto& [key, value] : entry) {
+    const std::string name = py::str(key);
+    if (name != "step" && name != "weights" && name != "ramp") {
+      throw ConfigError(where + ": unknown key " + Repr(key) + " (step, weights, ramp)");
+    }
+  }
+  if (!entry.contains("step") || !entry.contains("weights")) {
+    throw ConfigError(where + ": needs 'step' and 'weights' ('ramp' is optional)");
+  }
+  WeightScheduleEntry out{.step = StepOf(entry["step"], where)};
+  if (entry.contains("ramp")) {
+    const py::handle ramp = entry["ramp"];
+    if (!py::isinstance<py::bool_>(ramp)) {
+      throw ConfigError(where + ": ramp " + Repr(ramp) + " is not True or False");
+    }
+    out.ramp = ramp.cast<bool>();
+  }
+  out.weights = WeightsOf(entry["weights"], where + ": weights");
+  return out;
+}
+
+WeightSchedule ScheduleFromPython(py::handle value) {
+  if (!py::isinstance<py::list>(value) && !py::isinstance<py::tuple>(value)) {
+    throw ConfigError("weight_schedule " + Repr(value) + " is not a list of entries");
+  }
+  WeightSchedule schedule;
+  for (const py::handle item : value) {
+    schedule.push_back(EntryFromPython(item, schedule.size() + 1));
+  }
+  return schedule;
 }
 
 void BindErrors(py::module_& m) {
@@ -158,6 +266,12 @@ void BindConfig(py::module_& m) {
       .def_readwrite("max_open_files", &LoaderConfig::max_open_files)
       .def_readwrite("max_memory_bytes", &LoaderConfig::max_memory_bytes)
       .def_readwrite("resume_from", &LoaderConfig::resume_from)
+      .def_property(
+          "weight_schedule",
+          [](const LoaderConfig& self) { return ScheduleToPython(self.weight_schedule); },
+          [](LoaderConfig& self, py::handle value) {
+            self.weight_schedule = ScheduleFromPython(value);
+          })
       .def("problems", &LoaderConfig::Problems);
   NamedField(c, "io_engine", &LoaderConfig::io_engine, IoEngineName, ParseIoEngine);
   NamedField(c, "direct_io", &LoaderConfig::direct_io, DirectIoName, ParseDirectIo);
@@ -166,10 +280,10 @@ void BindConfig(py::module_& m) {
     if (positions != "restart" && positions != "continue") {
       throw ConfigError("positions must be 'restart' or 'continue'; got '" + positions + "'");
     }
-    self.boundaries = on ? BoundaryFields::All(positions == "continue"
-                                                   ? PositionIds::kContinue
-                                                   : PositionIds::kRestartEachRow)
-                         : BoundaryFields{};
+    self.boundaries =
+        on ? BoundaryFields::All(positions == "continue" ? PositionIds::kContinue
+                                                         : PositionIds::kRestartEachRow)
+           : BoundaryFields{};
   });
 }
 
@@ -187,6 +301,16 @@ void BindLoader(py::module_& m) {
       .def_property_readonly("world_size",
                              [](PyLoader& self) { return self.loader().world_size(); })
       .def_property_readonly("weights", [](PyLoader& self) { return WeightsByName(self.loader()); })
+      .def_property_readonly(
+          "schedule", [](PyLoader& self) { return ScheduleToPython(self.loader().schedule()); })
+      // Converted with the GIL held; released while the reading pipeline is rebuilt (its
+      // thread stopped, the batches read ahead dropped).
+      .def("set_weights",
+           [](PyLoader& self, py::handle weights) {
+             const std::map<std::string, double> converted = WeightsOf(weights, "set_weights");
+             py::gil_scoped_release release;
+             self.loader().SetWeights(converted);
+           })
       .def_property_readonly("eos_id", [](PyLoader& self) { return self.loader().eos_id(); })
       .def_property_readonly("bos_id", [](PyLoader& self) { return self.loader().bos_id(); })
       .def_property_readonly("vocab_size",
@@ -197,6 +321,10 @@ void BindLoader(py::module_& m) {
 
   m.def("init_logging", [](int rank) { InitLogging(rank); });
   m.def("parse_weights", [](const std::string& text) { return ParseWeights(text); });
+  m.def("parse_weight_schedule",
+        [](const std::string& text) { return ScheduleToPython(ParseWeightSchedule(text)); });
+  m.def("weight_schedule_argument",
+        [](const std::string& value) { return ScheduleToPython(WeightScheduleArgument(value)); });
   m.def(
       "find_resume_step",
       [](int64_t comm, const std::string& dir, const std::vector<std::string>& required) {

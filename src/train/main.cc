@@ -34,10 +34,7 @@ void BindData(CLI::App& app, TrainOptions& o) {
   c.batch_size = 16;
   app.add_option("--data", c.data, "Corpus folder (docs/format.md), e.g. one made by stoker pack")
       ->required();
-  app.add_option("--weights", o.weights,
-                 "Mixing weights as NAME=W,NAME=W (relative; datasets not named are not read). "
-                 "Default: proportional to each dataset's tokens. May change at a resume")
-      ->capture_default_str();
+  stoker::AddMixingOptions(&app, &o.weights, &o.weights_schedule);
   app.add_option("--seq-len", c.seq_len, "Tokens per training sequence (the model's context)")
       ->capture_default_str();
   app.add_option("--batch-size", c.batch_size, "Sequences per step on each rank")

@@ -83,6 +83,10 @@ def parse_args(argv):
     data.add_argument("--data", required=True, help="corpus folder (docs/format.md)")
     data.add_argument("--weights", default="",
                       help="mixing weights NAME=W,NAME=W (default: by each dataset's tokens)")
+    data.add_argument("--weights-schedule", default="",
+                      help="mixing weights that change with the step, as stoker-train's: "
+                           "\"0:web=0.7,code=0.3;~10000:web=0.5,code=0.5\" (STEP: a jump, "
+                           "~STEP: a ramp) or a TOML or JSON file (docs/loader.md, \"Mixing\")")
     data.add_argument("--seq-len", type=int, default=128, help="tokens per training sequence")
     data.add_argument("--batch-size", type=int, default=16, help="sequences per step per rank")
     data.add_argument("--seed", type=int, default=0, help="data order and initial weights")
@@ -142,7 +146,9 @@ def option_problems(args, stoker, shape_type):
         weights = stoker.parse_weights(args.weights) if args.weights else {}
     except stoker.ConfigError as e:
         problems.append(str(e))
-    problems += stoker.config_problems(args.data, weights=weights, seq_len=max(args.seq_len, 0),
+    schedule = {"weight_schedule": args.weights_schedule} if args.weights_schedule else {}
+    problems += stoker.config_problems(args.data, weights=weights, **schedule,
+                                       seq_len=max(args.seq_len, 0),
                                        batch_size=max(args.batch_size, 0), seed=max(args.seed, 0),
                                        logical_shards=max(args.logical_shards, 0),
                                        **reading_settings(args))

@@ -106,6 +106,9 @@ class Trainer {
   float AverageGradients(float loss, bool* stop);
   void Save();
   void LogProgress();
+  // "weights web=0.700 code=0.300 | shares web=0.702 code=0.298": the weights of the first
+  // batch since the last line and the tokens of each dataset since then, over every rank.
+  std::string MixingText();
   nlohmann::json Summary(double seconds, double wait_share, const std::string& checksum) const;
   void Report();
   static void LogSummary(const nlohmann::json& summary);
@@ -126,12 +129,14 @@ class Trainer {
   std::chrono::steady_clock::time_point started_;
   double waiting_ = 0, last_log_time_ = 0, last_log_wait_ = 0;
   uint64_t steps_run_ = 0, last_log_steps_ = 0;
+  std::vector<double> log_weights_;   // of the first batch since the last line
+  std::vector<uint64_t> log_tokens_;  // per dataset, this rank's since the last line
   std::deque<double> first_losses_, last_losses_;
 };
 
 LoaderConfig Trainer::ResumeConfig(const TrainOptions& options, MPI_Comm world) {
   LoaderConfig config = options.loader;
-  config.weights = ParseWeights(options.weights);  // checked by OptionProblems
+  config.SetMixing(options.weights, options.weights_schedule);  // checked by OptionProblems
   // Positions restart at each row as well as at each document: the model's learned position
   // embeddings only go up to seq_len.
   config.boundaries.position_ids = config.boundaries.segment_ids = options.doc_mask;
@@ -237,6 +242,7 @@ bool Trainer::Step() {
   waiting_ += Since(asked);
   if (!next) throw InternalError("the loader's stream ended");
   if (trace_) trace_->Write(*next);
+  for (size_t d = 0; d < log_tokens_.size(); ++d) log_tokens_[d] += next->dataset_tokens[d];
   const TensorBatch batch = ToTensors(std::move(*next));
   const int64_t top = batch.tokens.max().item<int64_t>();
   if (top >= model_->shape().vocab) {
@@ -288,13 +294,30 @@ void Trainer::LogProgress() {
   const double interval = now - last_log_time_;
   const uint64_t steps = steps_run_ - last_log_steps_;
   const double tokens = static_cast<double>(steps) * config_.batch_size * config_.seq_len * size_;
-  spdlog::info("train: step {}/{} loss {:.3f} | {:.1f}k tokens/s | data wait {:.1f}%",
+  const std::string mixing = MixingText();
+  spdlog::info("train: step {}/{} loss {:.3f} | {:.1f}k tokens/s | data wait {:.1f}% | {}",
                loader_.step(), options_.steps, last_losses_.back(),
                interval > 0 ? tokens / interval / 1e3 : 0.0,
-               interval > 0 ? 100 * (waiting_ - last_log_wait_) / interval : 0.0);
+               interval > 0 ? 100 * (waiting_ - last_log_wait_) / interval : 0.0, mixing);
   last_log_time_ = now;
   last_log_wait_ = waiting_;
   last_log_steps_ = steps_run_;
+}
+
+std::string Trainer::MixingText() {
+  MPI_Allreduce(MPI_IN_PLACE, log_tokens_.data(), static_cast<int>(log_tokens_.size()),
+                MPI_UINT64_T, MPI_SUM, world_);
+  const double all = std::accumulate(log_tokens_.begin(), log_tokens_.end(), 0.0);
+  std::string weights = "weights", shares = "shares";
+  for (size_t d = 0; d < log_tokens_.size(); ++d) {
+    if (log_weights_[d] == 0 && log_tokens_[d] == 0) continue;
+    const std::string& name = loader_.corpus().datasets[d].name;
+    weights += fmt::format(" {}={:.3f}", name, log_weights_[d]);
+    shares += fmt::format(" {}={:.3f}", name, all > 0 ? log_tokens_[d] / all : 0.0);
+  }
+  std::fill(log_tokens_.begin(), log_tokens_.end(), 0);
+  log_weights_ = loader_.weights();
+  return weights + " | " + shares;
 }
 
 nlohmann::json Trainer::Summary(double seconds, double wait_share,
@@ -360,6 +383,8 @@ void Trainer::LogSummary(const nlohmann::json& s) {
 
 int Trainer::Run() {
   Start();
+  log_weights_ = loader_.weights();
+  log_tokens_.assign(log_weights_.size(), 0);
   started_ = std::chrono::steady_clock::now();
   while (loader_.step() < options_.steps) {
     const bool stop = Step();
@@ -398,9 +423,9 @@ std::vector<std::string> OptionProblems(const TrainOptions& options) {
   std::vector<std::string> problems;
   LoaderConfig config = options.loader;
   try {
-    config.weights = ParseWeights(options.weights);
+    config.SetMixing(options.weights, options.weights_schedule);
   } catch (const ConfigError& e) {
-    problems.push_back(e.what());  // names --weights and the entry
+    problems.push_back(e.what());  // names the option and the entry
   }
   for (std::string& problem : config.Problems()) problems.push_back(std::move(problem));
   if (!config.data.empty() && !std::filesystem::is_directory(config.data)) {

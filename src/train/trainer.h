@@ -22,7 +22,8 @@ namespace stoker::train {
 
 struct TrainOptions {
   LoaderConfig loader;         // --data, --seq-len, --batch-size, --seed, ...
-  std::string weights;         // NAME=W,... (parsed at run time)
+  std::string weights;         // --weights, parsed at run time (LoaderConfig::SetMixing)
+  std::string weights_schedule;  // --weights-schedule, the same
   uint64_t steps = 300;        // stop after this global step
   int64_t vocab = 0;           // 0: the corpus's vocab_size attribute
   int64_t dim = 128;           // model width

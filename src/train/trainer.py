@@ -72,8 +72,9 @@ class Trainer:
         self.resume_from = resume_from
         self.loader = stoker.Loader(
             args.data, weights=stoker.parse_weights(args.weights) if args.weights else None,
-            seq_len=args.seq_len, batch_size=args.batch_size, seed=args.seed,
-            logical_shards=args.logical_shards, resume_from=resume_from,
+            weight_schedule=args.weights_schedule or None, seq_len=args.seq_len,
+            batch_size=args.batch_size, seed=args.seed, logical_shards=args.logical_shards,
+            resume_from=resume_from,
             boundaries=args.doc_mask, trace_dir=args.trace or None, **reading)
         self.shape = together(comm, self._shape)
         torch.manual_seed(args.seed)  # the initial weights depend on the seed alone
@@ -143,6 +144,8 @@ class Trainer:
         if self.args.clip > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.args.clip)
         self.optimizer.step()
+        for name, count in batch["dataset_tokens"].items():
+            self.log_tokens[name] = self.log_tokens.get(name, 0) + count
         self.tokens_trained += batch["input_ids"].numel() * self.size
         self.steps_run += 1
         mean_loss = votes[0].item() / self.size
@@ -170,6 +173,7 @@ class Trainer:
         self.start()
         self.started = time.perf_counter()
         self.last_log = (self.started, 0.0, 0)  # time, waiting, steps run
+        self.log_weights, self.log_tokens = self.loader.weights, {}  # since the last line
         while self.loader.step < self.args.steps:
             stop = self.step()
             step = self.loader.step
@@ -198,8 +202,25 @@ class Trainer:
         tokens = (self.steps_run - steps) * self.args.batch_size * self.args.seq_len * self.size
         self.log(self.comm, f"train: step {self.loader.step}/{self.args.steps} loss "
                             f"{self.last_losses[-1]:.3f} | {tokens / interval / 1e3:.1f}k tokens/s"
-                            f" | data wait {100 * (self.waiting - waited) / interval:.1f}%")
+                            f" | data wait {100 * (self.waiting - waited) / interval:.1f}%"
+                            f" | {self.mixing_text()}")
         self.last_log = (now, self.waiting, self.steps_run)
+
+    def mixing_text(self):
+        """As stoker-train logs it: "weights web=0.700 code=0.300 | shares web=0.702 code=0.298",
+        the weights of the first batch since the last line and the tokens of each dataset since
+        then, over every rank. Collective."""
+        names = list(self.log_weights)
+        counts = torch.tensor([float(self.log_tokens.get(n, 0)) for n in names],
+                              dtype=torch.float64)
+        dist.all_reduce(counts)
+        total = float(counts.sum())
+        shown = [(n, w, c) for n, w, c in zip(names, self.log_weights.values(), counts.tolist())
+                 if w > 0 or c > 0]
+        weights = " ".join(f"{n}={w:.3f}" for n, w, _ in shown)
+        shares = " ".join(f"{n}={c / total if total else 0:.3f}" for n, _, c in shown)
+        self.log_weights, self.log_tokens = self.loader.weights, {}
+        return f"weights {weights} | shares {shares}"
 
     def summary(self, seconds, wait_share, checksum):
         tokens = self.steps_run * self.args.batch_size * self.args.seq_len * self.size

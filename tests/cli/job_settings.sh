@@ -35,6 +35,7 @@ refused SEQ_LEN=0 "SEQ_LEN='0'"
 refused BATCH_SIZE=-1 "BATCH_SIZE='-1'"
 refused WEIGHTS=garbage "WEIGHTS='garbage'"
 refused WEIGHTS=web=1,nope=x "WEIGHTS='web=1,nope=x'"
+refused "WEIGHTS_SCHEDULE=10:web=1;~20:web=1" "WEIGHTS_SCHEDULE='10:web=1;~20:web=1'"
 refused TRAIN_ARGS=--bogus "TRAIN_ARGS='--bogus'"
 refused "TRAIN_ARGS=--dim 10 --heads 3" "TRAIN_ARGS="
 refused CHECKPOINT_DIR= "CHECKPOINT_DIR=''"
@@ -62,5 +63,5 @@ NP=2 SEQ_LEN=32 STEPS=8 "$STOKER_SOURCE/jobs/mpirun/train.sh" > "$work/out" 2> "
   { cat "$work/err" >&2; fail "the refusal of another SEQ_LEN was not said once"; }
 ! grep -qi "primary job\|mpirun detected" "$work/err" ||
   { cat "$work/err" >&2; fail "Open MPI's banner followed the refusal"; }
-echo "PASS: 17 wrong settings refused before the launch, naming each; right ones train; a" \
+echo "PASS: 18 wrong settings refused before the launch, naming each; right ones train; a" \
   "collective refusal after the launch ends without Open MPI's banner"

@@ -45,6 +45,10 @@ done
 kill -USR1 "$pid"
 wait "$pid" || { cat "$work/a.err" >&2; fail "the preempted run exited $?"; }
 grep -q "stopping at step .* on signal; saved" "$work/a.err" || fail "no stop message"
+# Every progress line says the weights in force and the shares measured over all ranks.
+grep -Eq "train: step 20/.* \| weights copyright=0.600 headers=0.300 licenses=0.100 \| shares \
+copyright=0\.[0-9]{3} headers=0\.[0-9]{3} licenses=0\.[0-9]{3}$" "$work/a.err" ||
+  fail "no weights and shares on the progress line: $(grep -m1 'train: step' "$work/a.err")"
 a_end=$(json 'd["end_step"]' < "$work/a.out")
 [ "$(json 'd["stopped_early"]' < "$work/a.out")" = True ] || fail "run A was not stopped early"
 [ -f "$ck/step-$a_end/model.pt" ] || fail "the stop step $a_end was not saved"

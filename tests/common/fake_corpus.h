@@ -43,8 +43,9 @@ inline PlannerConfig ConfigFor(const FakeCorpus& corpus, const std::vector<doubl
   PlannerConfig config{.seed = 7, .logical_shards = shards, .world = world, .rank = rank,
                        .row_tokens = row};
   for (size_t d = 0; d < corpus.names.size(); ++d) {
-    config.datasets.push_back({corpus.names[d], corpus.lengths[d].size(), weights[d]});
+    config.datasets.push_back({corpus.names[d], corpus.lengths[d].size()});
   }
+  config.schedule = MixSchedule::Constant(MixSchedule::Normalized(weights));
   return config;
 }
 
@@ -55,7 +56,7 @@ inline bool AllPastEpoch(const RankState& state, const PlannerConfig& config, ui
     for (uint32_t d = 0; d < state.datasets; ++d) {
       const DatasetOrder order(config.seed, config.datasets[d].name, config.datasets[d].docs,
                                config.logical_shards);
-      if (order.Slice(j).empty() || config.datasets[d].weight == 0) continue;
+      if (order.Slice(j).empty() || !config.schedule.EverPositive(d)) continue;
       if (state.cursor(j, d).epoch <= epoch) return false;
     }
   }

@@ -67,8 +67,9 @@ PlannerConfig PlannerFor(const RankCheckpoint& c) {
   planner.rank = c.rank;
   planner.row_tokens = c.identity.seq_len + 1;
   planner.bos = c.identity.bos_id.has_value();
+  planner.schedule = c.schedule;
   for (size_t d = 0; d < c.identity.datasets.size(); ++d) {
-    planner.datasets.push_back({c.identity.datasets[d], 3 + 5 * d, 1.0});
+    planner.datasets.push_back({c.identity.datasets[d], 3 + 5 * d});
   }
   return planner;
 }
@@ -173,7 +174,28 @@ void CheckCheckpoint(std::string_view data) {
   Accepts([&] { CheckStateFits(c.state, PlannerFor(c), "fuzz"); });
 }
 
+namespace {
+
+// A schedule `parse` accepts has no shape problem and prints to inline text that parses back to
+// it and prints again to the same text.
+template <typename F>
+void CheckSchedule(F&& parse) {
+  WeightSchedule schedule;
+  if (!Accepts([&] { schedule = parse(); })) return;
+  Require(WeightScheduleProblems(schedule).empty(), "an accepted schedule has problems");
+  const std::string text = FormatWeightSchedule(schedule);
+  WeightSchedule again;
+  Require(Accepts([&] { again = ParseWeightSchedule(text); }),
+          "a printed schedule does not parse: " + text);
+  Require(again == schedule, "a printed schedule parses to another schedule: " + text);
+  Require(FormatWeightSchedule(again) == text, "a schedule prints two ways: " + text);
+}
+
+}  // namespace
+
 void CheckWeights(std::string_view data) {
+  CheckSchedule([&] { return ParseWeightSchedule(data); });
+  CheckSchedule([&] { return ParseWeightScheduleFile(data, "fuzz.toml"); });
   std::map<std::string, double> weights;
   if (!Accepts([&] { weights = ParseWeights(data); })) return;
   std::string text;

@@ -29,7 +29,10 @@ class FuzzFailure : public std::logic_error {
 void CheckCheckpoint(std::string_view data);
 
 // The --weights syntax (stoker/weights.h): parsed weights are finite, >= 0, under trimmed non-empty
-// names, and print back (NAME=WEIGHT joined by commas) to text that parses to the same map.
+// names, and print back (NAME=WEIGHT joined by commas) to text that parses to the same map. The
+// same bytes go to ParseWeightSchedule (the inline --weights-schedule form) and to
+// ParseWeightScheduleFile (TOML, or JSON when they open with '{'): a schedule either accepts has
+// no WeightScheduleProblems, and FormatWeightSchedule's text parses back to it and prints the same.
 void CheckWeights(std::string_view data);
 
 // One line of `stoker pack`'s jsonl input (tools/jsonl_doc.h), with the field "tokens" and, when

@@ -1,7 +1,9 @@
 """What the package's tests share: the world, the corpus and the C++ dump run.sh made, a folder
-every rank sees, and a check that fails every rank together."""
+every rank sees, a check that fails every rank together, and `stoker audit` of a trace."""
 
+import json
 import os
+import subprocess
 
 import pytest
 from mpi4py import MPI
@@ -38,3 +40,16 @@ def loader(corpus: str, **settings) -> stoker.Loader:
     base = dict(seq_len=31, batch_size=3, seed=4, weights={"a": 0.5, "b": 0.3, "c": 0.2})
     base.update(settings)
     return stoker.Loader(corpus, **base)
+
+
+def audit(trace_dir: str, corpus: str) -> dict:
+    """`stoker audit --json` of a trace folder, run by rank 0 as a plain process (not a rank of
+    this job: Open MPI's variables are left out of its environment), its report on every rank."""
+    report = None
+    if WORLD.rank == 0:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_"))}
+        done = subprocess.run([os.environ["STOKER"], "audit", trace_dir, "--data", corpus,
+                               "--json"], env=env, capture_output=True, text=True, timeout=120)
+        report = json.loads(done.stdout) if done.stdout else {"clean": False,
+                                                              "problems": [done.stderr]}
+    return WORLD.bcast(report)

@@ -4,27 +4,13 @@ of epoch 0 once, by `stoker audit` of the piece traces), and the state-dict prot
 import json
 import os
 import shutil
-import subprocess
 
 import pytest
 
 import stoker
-from conftest import WORLD, agree, loader
+from conftest import WORLD, agree, audit, loader
 
 TAKEN = 7  # batches before the save
-
-
-def audit(trace_dir: str, corpus: str) -> dict:
-    """`stoker audit --json` of a trace folder, run by rank 0 as a plain process (not a rank of
-    this job: Open MPI's variables are left out of its environment), its report on every rank."""
-    report = None
-    if WORLD.rank == 0:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_"))}
-        done = subprocess.run([os.environ["STOKER"], "audit", trace_dir, "--data", corpus,
-                               "--json"], env=env, capture_output=True, text=True, timeout=120)
-        report = json.loads(done.stdout) if done.stdout else {"clean": False,
-                                                              "problems": [done.stderr]}
-    return WORLD.bcast(report)
 
 
 def save_on_every_rank(corpus, shared_dir):

@@ -4,7 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "common/fake_corpus.h"
+#include "core/field_codec.h"
 #include "core/row_planner.h"
 #include "stoker/error.h"
 
@@ -37,6 +44,8 @@ RankCheckpoint SomeCheckpoint() {
                 .bos_id = 1001,
                 .datasets = corpus.names};
   c.weights = {0.75, 0.25};
+  c.schedule = MixSchedule(
+      {{.step = 0, .weights = {0.5, 0.5}}, {.step = 100, .ramp = true, .weights = {0.75, 0.25}}});
   c.world = 2;
   c.rank = 1;
   c.state = StateAfterRows(corpus, 17);
@@ -66,6 +75,65 @@ TEST(CheckpointCodec, EveryFlippedBitOrCutIsRefused) {
     } catch (const DataError& e) {
       EXPECT_NE(std::string(e.what()).find("rank-1.ckpt"), std::string::npos) << e.what();
     }
+  }
+}
+
+// A weight schedule as a file could hold it, shape unchecked: (step, ramp, weights) entries.
+struct RawEntry {
+  uint64_t step, ramp;
+  std::vector<double> weights;
+};
+std::string RawSchedule(const std::vector<RawEntry>& entries) {
+  FieldWriter w;
+  w.U(entries.size());
+  for (const RawEntry& e : entries) {
+    w.U(e.step);
+    w.U(e.ramp);
+    for (double weight : e.weights) w.D(weight);
+  }
+  return std::move(w.bytes());
+}
+
+// Schedules a loader never writes, each refused naming the entry: none, a first entry not at step
+// 0 or a ramp, steps not increasing, a ramp flag of 2, weights not normalized or not numbers.
+TEST(CheckpointCodec, AScheduleOfABadShapeIsRefused) {
+  const double nan = std::nan("");
+  const std::pair<std::vector<RawEntry>, std::string> cases[] = {
+      {{}, "without entries"},
+      {{{5, 0, {1, 0}}}, "entry 1"},
+      {{{0, 1, {1, 0}}}, "entry 1"},
+      {{{0, 0, {1, 0}}, {0, 0, {0, 1}}}, "entry 2"},
+      {{{0, 0, {1, 0}}, {9, 2, {0, 1}}}, "entry 2"},
+      {{{0, 0, {0.5, 0.6}}}, "entry 1"},
+      {{{0, 0, {nan, 1}}}, "entry 1"},
+      {{{0, 0, {-0.5, 1.5}}}, "entry 1"},
+  };
+  for (const auto& [entries, words] : cases) {
+    try {
+      DecodeMixSchedule(RawSchedule(entries), 2, "f");
+      ADD_FAILURE() << "accepted, where it should say: " << words;
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(DecodeMixSchedule(RawSchedule({{0, 0, {0.5, 0.5}}, {7, 1, {1, 0}}}), 2, "f"),
+            MixSchedule({{.step = 0, .weights = {0.5, 0.5}},
+                         {.step = 7, .ramp = true, .weights = {1, 0}}}));
+}
+
+TEST(CheckpointCodec, ADeficitThatIsNoNumberOrAnUnknownVersionIsRefused) {
+  RankCheckpoint c = SomeCheckpoint();
+  c.state.deficit[1] = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(DecodeCheckpoint(EncodeCheckpoint(c), "f"), DataError);
+  const std::string good = EncodeCheckpoint(SomeCheckpoint());
+  const std::string v3 = FrameFile("STOKERCK", 3, good.substr(20, good.size() - 28));
+  try {
+    DecodeCheckpoint(v3, "f");
+    ADD_FAILURE() << "version 3 was accepted";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("format version 3 (this stoker reads 1 to 2)"),
+              std::string::npos)
+        << e.what();
   }
 }
 

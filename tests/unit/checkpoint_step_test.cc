@@ -27,6 +27,7 @@ RankCheckpoint RankFile(uint64_t rank, uint64_t world) {
                 .eos_id = 9,
                 .datasets = {"a", "b"}};
   c.weights = {0.5, 0.5};
+  c.schedule = MixSchedule::Constant(c.weights);
   c.world = world;
   c.rank = rank;
   c.state = InitialRankState(2, kShards, world, rank);

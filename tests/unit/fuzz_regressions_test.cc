@@ -49,19 +49,38 @@ TEST(FuzzRegressionsTest, Trace) { EXPECT_GT(Replay("trace", fuzz::CheckTrace), 
 
 // The checkpoint seeds are real rank files of `stoker run` (minus their checksum): they decode,
 // so the fuzzer starts from inputs that reach every part of the decoder.
+// A seed file with its checksum appended: a rank file as `stoker run` wrote it.
+std::string SeedFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string file{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const uint64_t sum = XXH3_64bits(file.data(), file.size());
+  for (int i = 0; i < 8; ++i) file.push_back(static_cast<char>(sum >> (8 * i)));
+  return file;
+}
+
 TEST(FuzzRegressionsTest, CheckpointSeedsAreValidFiles) {
   const fs::path dir = fs::path(STOKER_SOURCE_DIR) / "tests/fuzz/corpus/checkpoint";
   size_t seeds = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (!entry.path().filename().string().starts_with("run-")) continue;
-    std::ifstream in(entry.path(), std::ios::binary);
-    std::string file{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    const uint64_t sum = XXH3_64bits(file.data(), file.size());
-    for (int i = 0; i < 8; ++i) file.push_back(static_cast<char>(sum >> (8 * i)));
-    EXPECT_NO_THROW(DecodeCheckpoint(file, entry.path().string()));
+    EXPECT_NO_THROW(DecodeCheckpoint(SeedFile(entry.path()), entry.path().string()));
     ++seeds;
   }
-  EXPECT_GE(seeds, 4u);
+  EXPECT_GE(seeds, 6u);
+}
+
+// Format version 1 (before weight schedules) is still read: its weights from step 0 on, the
+// mixer's deficits at 0. Version 2 keeps the schedule it ran under.
+TEST(FuzzRegressionsTest, CheckpointFormatVersions1And2AreRead) {
+  const fs::path dir = fs::path(STOKER_SOURCE_DIR) / "tests/fuzz/corpus/checkpoint";
+  const RankCheckpoint v1 = DecodeCheckpoint(SeedFile(dir / "run-step9-rank1-of-3-weights"), "v1");
+  EXPECT_EQ(v1.schedule, MixSchedule::Constant(v1.weights));
+  EXPECT_EQ(v1.state.deficit, std::vector<double>(v1.state.datasets, 0.0));
+  const RankCheckpoint v2 = DecodeCheckpoint(SeedFile(dir / "run-schedule-rank0-of-2"), "v2");
+  ASSERT_EQ(v2.schedule.entries().size(), 3u);  // "0:a=1,b=1;5:a=3;~20:b=1"
+  EXPECT_TRUE(v2.schedule.entries()[2].ramp);
+  EXPECT_EQ(v2.schedule.entries()[1].weights, (std::vector<double>{1.0, 0.0}));
+  EXPECT_EQ(v2.weights, v2.schedule.WeightsAt(v2.state.step));
 }
 
 RankCheckpoint OneShardCheckpoint() {
@@ -70,10 +89,12 @@ RankCheckpoint OneShardCheckpoint() {
   c.identity.seq_len = 8;
   c.identity.datasets = {"web"};
   c.weights = {1.0};
+  c.schedule = MixSchedule::Constant(c.weights);
   c.state.datasets = 1;
   c.state.shards = {0, 2};
   c.state.cursors.resize(2);
   c.state.delivered.resize(1);
+  c.state.deficit.resize(1);
   c.state.interleave.resize(1);
   return c;
 }

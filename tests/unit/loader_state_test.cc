@@ -33,12 +33,14 @@ TEST(LoaderState, ADeltaSetsWhatItTouchedAndThePerRankParts) {
   delta.cursors = {{2 * 2 + 1, ShardCursor{0, 4, 17}}};
   delta.step = 12;
   delta.delivered = {100, 50};
+  delta.deficit = {-12.5, 12.5};
   delta.interleave = {{1, 2}, {0, 3}};
   delta.unfinished = {{1, 2}};
   RankState expected = s;
   expected.cursor(2, 1) = {0, 4, 17};
   expected.step = 12;
   expected.delivered = {100, 50};
+  expected.deficit = {-12.5, 12.5};
   expected.interleave = {{1, 2}, {0, 3}};
   expected.unfinished = {{1, 2}};
   ApplyDelta(delta, &s);

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/fake_corpus.h"
 #include "stoker/error.h"
 
@@ -18,14 +20,16 @@ using testing::FakeCorpus;
 
 constexpr uint64_t kShards = 61;  // a prime: no world size divides it
 
-// Streams `rows` rows on every rank of the world that `states` describe, then returns their
-// states (rows < 0: until every rank is past epoch 0).
-std::vector<RankState> Stream(const FakeCorpus& corpus, const std::vector<double>& weights,
-                              std::vector<RankState> states, int rows,
-                              EpochZeroCounter* counter) {
+// Streams `rows` rows on every rank of the world that `states` describe, in batches of 4 rows
+// at the weights of `schedule`, then returns their states (rows < 0: until every rank is past
+// epoch 0).
+std::vector<RankState> Stream(const FakeCorpus& corpus, const MixSchedule& schedule,
+                              std::vector<RankState> states, int rows, EpochZeroCounter* counter) {
   const uint64_t world = states.size();
   for (uint64_t rank = 0; rank < world; ++rank) {
-    const PlannerConfig config = ConfigFor(corpus, weights, kShards, world, rank);
+    PlannerConfig config =
+        ConfigFor(corpus, std::vector<double>(corpus.names.size(), 1), kShards, world, rank);
+    config.schedule = schedule;
     RowPlanner planner(config, states[rank], corpus.Locator());
     std::vector<Segment> row;
     for (int i = 0; rows < 0 ? !AllPastEpoch(planner.state(), config, 0) : i < rows; ++i) {
@@ -35,11 +39,25 @@ std::vector<RankState> Stream(const FakeCorpus& corpus, const std::vector<double
       }
       planner.NextRow(&row);
       counter->Add(row);
+      if (i % 4 == 3) planner.EndBatch();
     }
     planner.EndBatch();
     states[rank] = planner.state();
   }
   return states;
+}
+
+// Per dataset, the deficits of every rank summed.
+std::vector<double> DeficitTotals(const std::vector<RankState>& states) {
+  std::vector<double> totals(states.front().datasets, 0.0);
+  for (const RankState& s : states) {
+    for (size_t d = 0; d < totals.size(); ++d) totals[d] += s.deficit[d];
+  }
+  return totals;
+}
+
+MixSchedule Constant(const std::vector<double>& weights) {
+  return MixSchedule::Constant(MixSchedule::Normalized(weights));
 }
 
 std::vector<RankState> Rescale(const std::vector<RankState>& old, uint64_t new_world,
@@ -63,23 +81,28 @@ std::vector<RankState> Fresh(uint64_t world, uint64_t datasets) {
   return states;
 }
 
-void ExpectExactlyOnceAcross(const std::vector<uint64_t>& worlds, const std::vector<int>& rows) {
+void ExpectExactlyOnceAcross(const std::vector<uint64_t>& worlds, const std::vector<int>& rows,
+                             const MixSchedule& schedule = Constant({3, 2, 1})) {
   const FakeCorpus corpus = FakeCorpus::Make({1500, 400, 90}, 11, 40);
-  const std::vector<double> weights = {3, 2, 1};
   EpochZeroCounter counter(corpus);
   std::vector<RankState> states = Fresh(worlds[0], 3);
   for (size_t i = 0; i < worlds.size(); ++i) {
     if (i > 0) {
       uint64_t before = 0, after = 0;
+      const std::vector<double> owed_before = DeficitTotals(states);
       for (const auto& s : states) for (uint64_t v : s.delivered) before += v;
       states = Rescale(states, worlds[i], 3);
       for (const auto& s : states) for (uint64_t v : s.delivered) after += v;
       EXPECT_EQ(before, after) << "mixing counters must be kept";
+      const std::vector<double> owed_after = DeficitTotals(states);
+      for (int d = 0; d < 3; ++d) {  // split with the shards and summed: each total is kept
+        EXPECT_NEAR(owed_after[d], owed_before[d], 1e-9 * (1 + std::abs(owed_before[d])));
+      }
       for (const auto& s : states) EXPECT_EQ(s.generation, i);
     }
-    states = Stream(corpus, weights, states, i + 1 < worlds.size() ? rows[i] : -1, &counter);
+    states = Stream(corpus, schedule, states, i + 1 < worlds.size() ? rows[i] : -1, &counter);
   }
-  counter.ExpectExactlyOnce(weights);
+  counter.ExpectExactlyOnce({1, 1, 1});  // every dataset is read by the end of each schedule
 }
 
 TEST(Rescale, ExactlyOnceAcrossWorldSizes) {
@@ -91,10 +114,39 @@ TEST(Rescale, ExactlyOnceAcrossWorldSizes) {
   ExpectExactlyOnceAcross({1, 61, 1}, {100, 3});  // every rank down to a single shard and back
 }
 
+// Jumps, a dataset left out for a while and ramps, rescaled before, during and after them.
+TEST(Rescale, ExactlyOnceAcrossWorldSizesWhileTheWeightsChange) {
+  const MixSchedule schedule({{.step = 0, .weights = {0.5, 0.3, 0.2}},
+                              {.step = 5, .weights = {0.0, 0.2, 0.8}},
+                              {.step = 9, .ramp = true, .weights = {0.7, 0.0, 0.3}},
+                              {.step = 20, .ramp = true, .weights = {0.2, 0.4, 0.4}}});
+  ExpectExactlyOnceAcross({4, 1}, {40}, schedule);
+  ExpectExactlyOnceAcross({4, 3, 5, 2}, {13, 17, 11}, schedule);
+  ExpectExactlyOnceAcross({2, 5, 3, 1}, {21, 30, 45}, schedule);
+  ExpectExactlyOnceAcross({1, 61, 1}, {100, 3}, schedule);
+}
+
+// A deficit goes with the shards: each part takes its share, the new rank the sum.
+TEST(Rescale, DeficitsAreSplitWithTheShards) {
+  RankState old = InitialRankState(2, kShards, 1, 0);
+  old.deficit = {-61.0, 61.0};
+  const std::vector<RescalePart> parts = SplitState(old, 0, kShards, 2);
+  ASSERT_EQ(parts.size(), 2u);
+  const double share = static_cast<double>(parts[0].shards.size()) / kShards;
+  EXPECT_DOUBLE_EQ(parts[0].deficit[1], 61.0 * share);
+  EXPECT_DOUBLE_EQ(parts[1].deficit[1], 61.0 * (1 - share));
+  EXPECT_EQ(DecodeRescalePart(EncodeRescalePart(parts[1])), parts[1]);
+  const std::vector<RankState> two = Rescale({old}, 2, 2);
+  EXPECT_EQ(two[0].deficit, parts[0].deficit);
+  const RankState back = Rescale(two, 1, 2).front();
+  EXPECT_NEAR(back.deficit[0], -61.0, 1e-12);
+  EXPECT_NEAR(back.deficit[1], 61.0, 1e-12);
+}
+
 TEST(Rescale, SameWorldKeepsEveryShardAndCounter) {
   const FakeCorpus corpus = FakeCorpus::Make({700, 300}, 12);
   EpochZeroCounter counter(corpus);
-  std::vector<RankState> states = Stream(corpus, {1, 1}, Fresh(3, 2), 25, &counter);
+  std::vector<RankState> states = Stream(corpus, Constant({1, 1}), Fresh(3, 2), 25, &counter);
   const std::vector<RankState> again = Rescale(states, 3, 2);
   for (uint64_t r = 0; r < 3; ++r) {
     EXPECT_EQ(again[r].cursors, states[r].cursors);

@@ -239,7 +239,8 @@ TEST(RowPlanner, LookAheadNamesTheDocumentsEachDatasetVisitsNext) {
   std::vector<Segment> row;
   for (int i = 0; i < 37; ++i) planner.NextRow(&row);
   ASSERT_FALSE(planner.state().unfinished.empty()) << "pick another row count";
-  EXPECT_FALSE(planner.available(2));
+  EXPECT_FALSE(planner.reads(2));  // weight 0
+  EXPECT_TRUE(planner.has_documents(2));
 
   std::vector<std::vector<RowPlanner::Ahead>> ahead(2);
   for (uint32_t d = 0; d < 2; ++d) {

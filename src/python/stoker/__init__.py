@@ -19,21 +19,23 @@ Importing the package imports torch and initializes MPI through mpi4py, unless
 ``config_problems``).
 """
 
-import torch  # noqa: F401  (first: the module hands over torch tensors)
+import torch  # first: the module hands over torch tensors
 from mpi4py import MPI  # noqa: F401  (initializes MPI before any loader is made)
 
 from ._stoker import (ConfigError, DataError, Error, Hdf5Error, InternalError, IoError,
                       MpiError)
 from ._stoker import init_logging as _init_logging
 from .dataset import LoaderDataset
-from .loader import (Loader, config_problems, find_resume_step, parse_weights,
-                     prepare_fresh_start, prepare_resume)
+from .loader import (Loader, config_problems, find_resume_step, parse_weight_schedule,
+                     parse_weights, prepare_fresh_start, prepare_resume)
 
 __all__ = [
     "Loader", "LoaderDataset", "find_resume_step", "prepare_resume", "prepare_fresh_start",
-    "config_problems", "parse_weights",
+    "config_problems", "parse_weights", "parse_weight_schedule",
     "Error", "ConfigError", "DataError", "IoError", "MpiError", "Hdf5Error", "InternalError",
 ]
+
+del torch  # imported for its side effect only (pyflakes sees the import used)
 
 # The library's log lines (a resume, a rescale, warnings) on stderr, each with its world rank;
 # rank 0 logs progress, the others warnings and errors only.

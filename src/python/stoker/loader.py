@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from mpi4py import MPI
@@ -11,6 +12,9 @@ from mpi4py import MPI
 from . import _stoker
 
 Batch = Dict[str, Any]
+# A weight schedule entry: {"step": int, "ramp": bool, "weights": {dataset name: weight}}.
+ScheduleEntry = Dict[str, Any]
+WeightSchedule = Union[str, "os.PathLike[str]", Sequence[ScheduleEntry]]
 
 _STATE_FORMAT = "stoker.loader/1"
 
@@ -20,8 +24,24 @@ def _handle(comm: Optional[MPI.Comm]) -> int:
     return (comm if comm is not None else MPI.COMM_WORLD).py2f()
 
 
+def _schedule_entries(schedule: WeightSchedule) -> List[ScheduleEntry]:
+    """A ``weight_schedule`` argument as the list of entries the C++ side takes: a string is a
+    file's path when that file exists, else the inline form, as ``--weights-schedule``."""
+    if isinstance(schedule, (str, os.PathLike)):
+        return _stoker.weight_schedule_argument(os.fspath(schedule))
+    if isinstance(schedule, Mapping) or not isinstance(schedule, Sequence):
+        raise _stoker.ConfigError(
+            f"weight_schedule {schedule!r} is not a list of entries (dicts with 'step', "
+            "'weights' and optionally 'ramp'), nor the --weights-schedule text or file")
+    if not schedule:
+        raise _stoker.ConfigError("weight_schedule has no entries: give None for a run of "
+                                  "fixed weights")
+    return list(schedule)
+
+
 def _make_config(data: str, *, weights: Optional[Mapping[str, float]] = None,
-                 seq_len: int = 4096, batch_size: int = 8, seed: int = 0,
+                 weight_schedule: Optional[WeightSchedule] = None, seq_len: int = 4096,
+                 batch_size: int = 8, seed: int = 0,
                  logical_shards: int = 65536, eos_id: Optional[int] = None,
                  bos_id: Optional[int] = None, prefetch: int = 4, boundaries: bool = False,
                  positions: str = "restart", io_depth: Union[int, str] = "auto",
@@ -32,6 +52,8 @@ def _make_config(data: str, *, weights: Optional[Mapping[str, float]] = None,
     config = _stoker.LoaderConfig()
     config.data = str(data)
     config.weights = dict(weights or {})
+    if weight_schedule is not None:  # with weights too: a problem Problems() names
+        config.weight_schedule = _schedule_entries(weight_schedule)
     config.seq_len = seq_len
     config.batch_size = batch_size
     config.seed = seed
@@ -56,8 +78,17 @@ def config_problems(data: str, **settings: Any) -> List[str]:
     them; empty when there is none. Takes the Loader's settings but ``resume_from``, ``comm`` and
     ``trace_dir``. Needs no communicator and makes no MPI call: a trainer's ``--check`` can run
     it in a process started without ``mpirun``. A setting of the wrong kind (``positions="x"``)
-    raises ``ConfigError`` instead."""
-    return list(_make_config(data, **settings).problems())
+    raises ``ConfigError`` instead; a ``weight_schedule`` that does not parse is one of the
+    problems listed."""
+    schedule = settings.pop("weight_schedule", None)
+    config = _make_config(data, **settings)
+    problems = []
+    if schedule is not None:
+        try:
+            config.weight_schedule = _schedule_entries(schedule)
+        except _stoker.ConfigError as error:  # listed with the others, for a trainer's --check
+            problems.append(str(error))
+    return problems + list(config.problems())
 
 
 def parse_weights(text: str) -> Dict[str, float]:
@@ -65,6 +96,19 @@ def parse_weights(text: str) -> Dict[str, float]:
     --weights``), for ``Loader(weights=...)``; ``ConfigError`` naming the entry that does not
     parse."""
     return dict(_stoker.parse_weights(text))
+
+
+def parse_weight_schedule(text: str) -> List[ScheduleEntry]:
+    """A weight schedule from the command line's inline form (as ``stoker run
+    --weights-schedule``): entries separated by ';', ``STEP:NAME=W,...`` a jump to those weights
+    at STEP, ``~STEP:NAME=W,...`` a linear ramp from the entry before's weights, reached at STEP;
+    e.g. ``"0:web=0.7,code=0.3;~10000:web=0.5,code=0.5"``. Gives the list of entries
+    ``Loader(weight_schedule=...)`` takes, ``{"step": int, "ramp": bool, "weights": {name: w}}``
+    (weights as written, not normalized); ``ConfigError`` quoting the entry that does not parse
+    or naming the one of a bad shape (the first entry not at step 0, steps not increasing,
+    negative weights). ``Loader(weight_schedule=...)`` takes the text itself, or a schedule
+    file's path, as well."""
+    return _stoker.parse_weight_schedule(text)
 
 
 class Loader:
@@ -96,7 +140,8 @@ class Loader:
     waits for a batch.
 
     Arguments (all but ``data`` by keyword): ``weights`` dataset name -> relative weight (default
-    by tokens; datasets not named are not read); ``seq_len``; ``batch_size`` rows per rank;
+    by tokens; datasets not named are not read); ``weight_schedule`` weights that change with the
+    step (below; not with ``weights``); ``seq_len``; ``batch_size`` rows per rank;
     ``seed``; ``logical_shards`` (units of the order ranks own; any rank count up to it works);
     ``eos_id`` / ``bos_id`` (default: the corpus's eos_id attribute, no BOS); ``prefetch``
     finished batches kept ready; ``resume_from`` a checkpoint step folder to go on from (see
@@ -106,10 +151,21 @@ class Loader:
     reads (docs/loader.md, "Reading from storage"); ``trace_dir``: every rank writes what it was
     handed there, batch by batch, for ``stoker audit TRACE_DIR`` (no token lost or repeated
     across a chain of resumes on any rank counts; docs/operations.md).
+
+    Dynamic mixing. ``weight_schedule`` is a list of entries ``{"step": S, "weights": {name: w},
+    "ramp": False}``, the first at step 0, steps increasing: a jump rules from batch S + 1 on
+    (batch["step"] > S; S counts the batches delivered before), a ramp (``"ramp": True``) takes
+    the weights linearly from the entry before's, at its step, to its own, reached at S. It may
+    also be given as text: the inline form of ``parse_weight_schedule``, or the path of a TOML or
+    JSON schedule file (as ``stoker run --weights-schedule``). ``set_weights`` changes them from
+    the next batch on. A resume follows this configuration's schedule for the steps not yet run,
+    not the weights the saved run set online: a trainer that sets them sets them again after it
+    resumes.
     """
 
     def __init__(self, data: str, *, weights: Optional[Mapping[str, float]] = None,
-                 seq_len: int = 4096, batch_size: int = 8, seed: int = 0,
+                 weight_schedule: Optional[WeightSchedule] = None, seq_len: int = 4096,
+                 batch_size: int = 8, seed: int = 0,
                  logical_shards: int = 65536, eos_id: Optional[int] = None,
                  bos_id: Optional[int] = None, prefetch: int = 4,
                  resume_from: Optional[str] = None, comm: Optional[MPI.Comm] = None,
@@ -119,7 +175,8 @@ class Loader:
                  offset_cache_bytes: Optional[int] = None, trace_dir: Optional[str] = None
                  ) -> None:
         config = _make_config(
-            data, weights=weights, seq_len=seq_len, batch_size=batch_size, seed=seed,
+            data, weights=weights, weight_schedule=weight_schedule, seq_len=seq_len,
+            batch_size=batch_size, seed=seed,
             logical_shards=logical_shards, eos_id=eos_id, bos_id=bos_id, prefetch=prefetch,
             boundaries=boundaries, positions=positions, io_depth=io_depth, io_engine=io_engine,
             direct_io=direct_io, read_ahead_bytes=read_ahead_bytes,
@@ -131,6 +188,7 @@ class Loader:
         self._loader = _stoker.Loader(_handle(comm), config, self._trace_dir)
         self._taken = 0
         self._saved: Optional[tuple[str, int]] = None  # (step folder, step) of the last save
+        self._weights_set = False  # by set_weights, which load_state_dict would undo
 
     def __iter__(self) -> Iterator[Batch]:
         return self
@@ -167,8 +225,39 @@ class Loader:
 
     @property
     def weights(self) -> Dict[str, float]:
-        """The weights in use, normalized, by dataset name."""
+        """The mixing weights of the next batch (step ``self.step + 1``), normalized, by dataset
+        name: along a ramp they change from batch to batch."""
         return self._loader.weights
+
+    @property
+    def schedule(self) -> List[ScheduleEntry]:
+        """The weight schedule in force, ``set_weights`` included: a list of entries
+        ``{"step": int, "ramp": bool, "weights": {name: w}}`` with normalized weights, every
+        dataset named. Kept beside a checkpoint and given back as ``weight_schedule`` when
+        resuming from it on the same number of ranks, it gives the stream the run would have
+        given, bit for bit (a ramp cut short by ``set_weights`` is stored as a shorter ramp, whose
+        earlier steps may differ in the last bits of their weights)."""
+        return self._loader.schedule
+
+    def set_weights(self, weights: Mapping[str, float]) -> None:
+        """Mixes by ``weights`` (dataset name -> relative weight; datasets not named: 0) from
+        the next batch on, for good: they replace the rest of the schedule (a ramp in progress
+        stops where it stood) and the mixer starts afresh, as at a jump of the schedule.
+
+        Not collective, and each rank's own: the ranks' streams stay those of one schedule
+        (the one ``Loader(weight_schedule=...)`` jumping at this step gives) only if every rank
+        calls it after the same step, with the same weights. The batches read ahead are dropped
+        and read again (the GIL is released meanwhile). The next ``save()`` records the change,
+        but a resume follows its own configuration's schedule: a trainer that sets weights
+        online sets them again after it resumes (or resumes with ``weight_schedule=`` the
+        ``schedule`` it kept with the checkpoint, for the very same stream). ``ConfigError``
+        naming the problem for weights the corpus cannot follow (an unknown dataset, all 0, a
+        dataset without tokens or without documents on some rank): the loader goes on as
+        before then."""
+        if isinstance(weights, Mapping):
+            weights = dict(weights)
+        self._loader.set_weights(weights)
+        self._weights_set = True
 
     @property
     def eos_id(self) -> int:
@@ -217,11 +306,17 @@ class Loader:
         """Goes on from the step folder a ``state_dict()`` names, on this communicator's ranks
         (any number: the state is redistributed). Collective, like construction. Only before the
         first batch is taken; a state of another order (corpus, seed, logical shards, seq_len,
-        EOS, BOS) is refused naming what differs."""
+        EOS, BOS) is refused naming what differs. The weights follow the configured ``weights``
+        or ``weight_schedule``, not those the saved run set with ``set_weights`` (call it again
+        after this; before, it is refused)."""
         if self._taken > 0:
             raise _stoker.ConfigError(
                 f"load_state_dict() after {self._taken} batches were taken: call it before "
                 "iterating (the batches already handed out would be given again)")
+        if self._weights_set:
+            raise _stoker.ConfigError(
+                "load_state_dict() after set_weights(): the resumed loader follows the "
+                "configured schedule; call set_weights() after load_state_dict()")
         if state.get("format") != _STATE_FORMAT:
             raise _stoker.ConfigError(
                 f"load_state_dict(): not a stoker loader state (format {state.get('format')!r}, "
