@@ -44,6 +44,10 @@ class MixSchedule {
   size_t EntryAt(uint64_t step) const;
   // Whether `step` is a jump's: an entry at `step` after the first, not a ramp.
   bool JumpsAt(uint64_t step) const;
+  // Whether a rank that followed `before` up to `step` and follows this schedule from there on
+  // (a resume, Loader::SetWeights) starts its mixer's deficits afresh at `step`: at a jump of
+  // this schedule there, or where the two give `step` other weights.
+  bool StartsAfreshAt(uint64_t step, const MixSchedule& before) const;
   // Whether dataset `d` has a positive weight at some step.
   bool EverPositive(uint32_t d) const;
   // This schedule up to `step` (a ramp in progress at `step` ends the step before, where it

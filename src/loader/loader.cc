@@ -108,10 +108,11 @@ RankState Loader::Impl::StartingState() {
 void Loader::Impl::FollowNewSchedule(const MixSchedule& saved, RankState* state) const {
   const MixSchedule& now = setup_.planner.schedule;
   const uint64_t step = state->step;
-  const bool changed = now.WeightsAt(step) != saved.WeightsAt(step);
-  if (changed || now.JumpsAt(step)) std::fill(state->deficit.begin(), state->deficit.end(), 0.0);
+  if (now.StartsAfreshAt(step, saved)) {
+    std::fill(state->deficit.begin(), state->deficit.end(), 0.0);
+  }
   if (now == saved) return;
-  if (changed) {
+  if (now.WeightsAt(step) != saved.WeightsAt(step)) {
     if (comm_.rank() == 0) {
       spdlog::info(
           "resume at step {}: mixing weights {} where the saved run had {}; they rule "
@@ -163,7 +164,7 @@ void Loader::Impl::SetWeights(const std::map<std::string, double>& weights) {
   const MixSchedule before = setup_.planner.schedule;
   const std::vector<double> deficit = delivered_.deficit;
   setup_.planner.schedule = std::move(schedule);
-  if (setup_.planner.schedule.JumpsAt(step)) {
+  if (setup_.planner.schedule.StartsAfreshAt(step, before)) {
     std::fill(delivered_.deficit.begin(), delivered_.deficit.end(), 0.0);
   }
   try {

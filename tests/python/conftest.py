@@ -1,5 +1,6 @@
 """What the package's tests share: the world, the corpus and the C++ dump run.sh made, a folder
-every rank sees, a check that fails every rank together, and `stoker audit` of a trace."""
+every rank sees, a check that fails every rank together, work on the first ranks alone, and
+`stoker audit` of a trace."""
 
 import json
 import os
@@ -53,3 +54,30 @@ def audit(trace_dir: str, corpus: str) -> dict:
         report = json.loads(done.stdout) if done.stdout else {"clean": False,
                                                               "problems": [done.stderr]}
     return WORLD.bcast(report)
+
+
+def on_first_ranks(ranks: int, work) -> None:
+    """Collective: `work(comm)` on ranks [0, ranks) over a communicator of their own while the
+    others wait; an exception on any of them fails every rank together."""
+    sub = WORLD.Split(0 if WORLD.rank < ranks else 1, WORLD.rank)
+    failure = None
+    if WORLD.rank < ranks:
+        try:
+            work(sub)
+        except Exception as error:  # reported together below
+            failure = repr(error)
+    sub.Free()
+    WORLD.Barrier()
+    agree(failure is None, str(failure))
+
+
+def expect_epoch_zero_whole(trace_dir: str, corpus: str, runs: list) -> None:
+    """Collective: `stoker audit` of the trace is clean, its runs are `runs` ((start step, world
+    size) each), and every non-empty document of epoch 0 was delivered whole."""
+    report = audit(trace_dir, corpus)
+    agree(report["clean"], f"stoker audit: {report.get('problems')}")
+    got = [(r["start_step"], r["world_size"]) for r in report["runs"]]
+    assert got == runs, got
+    for name, dataset in report["datasets"].items():
+        epoch0 = next(e for e in dataset["epochs"] if e["epoch"] == 0)
+        assert epoch0["whole_documents"] == dataset["nonempty_docs"], (name, epoch0)

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 import stoker
-from conftest import WORLD, agree, audit, loader
+from conftest import WORLD, expect_epoch_zero_whole, loader, on_first_ranks
 
 TAKEN = 7  # batches before the save
 
@@ -30,28 +30,15 @@ def save_on_every_rank(corpus, shared_dir):
 def test_saved_on_every_rank_resumed_on_fewer_every_token_once(corpus, shared_dir, fewer):
     ranks = max(WORLD.size - fewer, 1)  # on 4 ranks: resumed on 3 and on 2
     step_dir, trace = save_on_every_rank(corpus, shared_dir)
-    sub = WORLD.Split(0 if WORLD.rank < ranks else 1, WORLD.rank)
-    failure = None
-    if WORLD.rank < ranks:
-        try:
-            resumed = loader(corpus, resume_from=step_dir, comm=sub, trace_dir=trace)
-            assert resumed.step == TAKEN and resumed.world_size == ranks
-            # Far past this rank's share of epoch 0 (96,000 tokens and their EOS over the ranks).
-            for _ in range(3 * 102000 // (ranks * 96) + 10):
-                next(resumed)
-            del resumed
-        except Exception as error:  # reported together below, after the collective audit
-            failure = repr(error)
-    sub.Free()
-    WORLD.Barrier()
-    agree(failure is None, str(failure))
-    report = audit(trace, corpus)
-    agree(report["clean"], f"stoker audit: {report.get('problems')}")
-    runs = [(r["start_step"], r["world_size"]) for r in report["runs"]]
-    assert runs == [(0, WORLD.size), (TAKEN, ranks)], runs
-    for name, dataset in report["datasets"].items():
-        epoch0 = next(e for e in dataset["epochs"] if e["epoch"] == 0)
-        assert epoch0["whole_documents"] == dataset["nonempty_docs"], (name, epoch0)
+
+    def resume(sub):
+        resumed = loader(corpus, resume_from=step_dir, comm=sub, trace_dir=trace)
+        assert resumed.step == TAKEN and resumed.world_size == ranks
+        # Far past this rank's share of epoch 0 (96,000 tokens and their EOS over the ranks).
+        for _ in range(3 * 102000 // (ranks * 96) + 10):
+            next(resumed)
+    on_first_ranks(ranks, resume)
+    expect_epoch_zero_whole(trace, corpus, [(0, WORLD.size), (TAKEN, ranks)])
 
 
 def test_state_dict_goes_on_from_the_saved_step_on_any_rank_count(corpus, shared_dir):

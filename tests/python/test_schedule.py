@@ -11,7 +11,7 @@ import pytest
 import torch.utils.data
 
 import stoker
-from conftest import WORLD, agree, audit, loader
+from conftest import WORLD, agree, expect_epoch_zero_whole, loader, on_first_ranks
 
 W0 = {"a": 0.5, "b": 0.3, "c": 0.2}  # conftest's loader's weights
 W1 = {"a": 0.1, "b": 0.3, "c": 0.6}
@@ -188,28 +188,15 @@ def test_saved_mid_ramp_resumed_on_fewer_ranks_every_token_once(corpus, shared_d
     first = take(loader(corpus, weights=None, weight_schedule=RESUMED, trace_dir=trace), 10)
     step_dir = save(first, shared_dir, "ck")
     del first
-    sub = WORLD.Split(0 if WORLD.rank < ranks else 1, WORLD.rank)
-    failure = None
-    if WORLD.rank < ranks:
-        try:
-            resumed = loader(corpus, weights=None, weight_schedule=RESUMED, resume_from=step_dir,
-                             comm=sub, trace_dir=trace)
-            # Past this rank's share of epoch 0 of every dataset at the last weights (a: 60,000
-            # tokens and their EOS at 0.6) with room to spare.
-            take(resumed, 2 * 102000 // (ranks * 96) + 10)
-            del resumed
-        except Exception as error:  # reported together below, after the collective audit
-            failure = repr(error)
-    sub.Free()
-    WORLD.Barrier()
-    agree(failure is None, str(failure))
-    report = audit(trace, corpus)
-    agree(report["clean"], f"stoker audit: {report.get('problems')}")
-    assert [(r["start_step"], r["world_size"]) for r in report["runs"]] == [(0, WORLD.size),
-                                                                            (10, ranks)]
-    for name, dataset in report["datasets"].items():
-        epoch0 = next(e for e in dataset["epochs"] if e["epoch"] == 0)
-        assert epoch0["whole_documents"] == dataset["nonempty_docs"], (name, epoch0)
+
+    def resume(sub):
+        resumed = loader(corpus, weights=None, weight_schedule=RESUMED, resume_from=step_dir,
+                         comm=sub, trace_dir=trace)
+        # Past this rank's share of epoch 0 of every dataset at the last weights (a: 60,000
+        # tokens and their EOS at 0.6) with room to spare.
+        take(resumed, 2 * 102000 // (ranks * 96) + 10)
+    on_first_ranks(ranks, resume)
+    expect_epoch_zero_whole(trace, corpus, [(0, WORLD.size), (10, ranks)])
 
 
 def test_a_schedule_as_text_file_or_list_is_one_schedule(corpus, shared_dir):

@@ -150,6 +150,21 @@ TEST(MixSchedule, WeightsJumpAndRampBetweenEntries) {
   EXPECT_FALSE(MixSchedule::Constant({1.0, 0.0}).EverPositive(1));
 }
 
+// A resume or SetWeights starts afresh where the new schedule jumps or differs at that step.
+TEST(MixSchedule, StartsAfreshAtAJumpOrWhereTheWeightsDiffer) {
+  const MixSchedule before(
+      {{.step = 0, .weights = {1.0, 0.0}}, {.step = 100, .ramp = true, .weights = {0.0, 1.0}}});
+  EXPECT_FALSE(before.StartsAfreshAt(50, before));
+  EXPECT_TRUE(before.SetFrom(50, {1, 1}).StartsAfreshAt(50, before));
+  const MixSchedule later(
+      {{.step = 0, .weights = {1.0, 0.0}}, {.step = 100, .ramp = true, .weights = {0.5, 0.5}}});
+  EXPECT_TRUE(later.StartsAfreshAt(50, before));  // the ramp goes elsewhere: other weights
+  EXPECT_FALSE(later.StartsAfreshAt(0, before));  // the same weights at step 0
+  const MixSchedule jump({{.step = 0, .weights = {1.0, 0.0}}, {.step = 50, .weights = {1.0, 0.0}}});
+  EXPECT_TRUE(jump.StartsAfreshAt(50, MixSchedule::Constant({1.0, 0.0})));
+  EXPECT_FALSE(jump.StartsAfreshAt(51, MixSchedule::Constant({1.0, 0.0})));
+}
+
 TEST(MixSchedule, SetFromKeepsThePastAndEndsARampWhereItStood) {
   const MixSchedule schedule({{.step = 0, .weights = {1.0, 0.0}},
                               {.step = 100, .ramp = true, .weights = {0.0, 1.0}},
