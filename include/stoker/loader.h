@@ -8,9 +8,12 @@
 // holds the order; ranks do not talk to each other while they stream.
 //
 // Construction is collective over `comm` (the loader duplicates it): it discovers the corpus,
-// checks the configuration on every rank and fails on every rank together. After that, each rank
-// calls Next() on its own; a background thread per rank reads ahead in the known future order,
-// with many reads in flight (io_depth) for the batches ahead (read_ahead_bytes) and up to
+// checks the configuration on every rank and fails on every rank together. The settings that
+// shape the order or the state (data, seed, logical_shards, seq_len, eos_id, bos_id, weights or
+// weight_schedule, boundaries, resume_from) must be the same on every rank: a difference is
+// refused on every rank, naming the setting, its values and the ranks that gave each. After that,
+// each rank calls Next() on its own; a background thread per rank reads ahead in the known future
+// order, with many reads in flight (io_depth) for the batches ahead (read_ahead_bytes) and up to
 // `prefetch` finished batches waiting, so the trainer rarely waits. Next() and the destructor must
 // be called from one thread (the trainer's). Errors of the reading thread are rethrown by Next().
 //
@@ -118,11 +121,14 @@ class Loader {
   uint64_t step() const;
 
   // Sets the mixing weights (dataset -> relative weight, as LoaderConfig::weights; not named:
-  // 0) from the next batch Next() returns on, on this rank, for good: they replace what the
-  // schedule had for step() and after, and the mixer's deficits start afresh. Not collective:
-  // ranks stay identical (each rank's stream what the same schedule would give) only if every
-  // rank calls it after the same step. Batches read ahead with the old weights are dropped and
-  // read again. The next Save records the schedule with the change. Throws ConfigError for
+  // 0) from the next batch Next() returns on, for good: they replace what the schedule had for
+  // step() and after, and the mixer's deficits start afresh. Collective over the Loader's
+  // communicator: every rank calls it after the same step with the same weights, and a call
+  // whose step or weights differ between ranks is refused on every rank (ConfigError naming
+  // them) before any rank changes anything. (Checked at the call, not at the next batch: that
+  // would make every Next() talk to the other ranks.) A rank that does not call it leaves the
+  // others waiting, as any collective would. Batches read ahead with the old weights are dropped
+  // and read again. The next Save records the schedule with the change. Throws ConfigError for
   // weights the corpus cannot follow (unknown datasets, all 0, weight on a dataset without
   // tokens or without documents on some rank).
   void SetWeights(const std::map<std::string, double>& weights);

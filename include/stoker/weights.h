@@ -58,6 +58,8 @@ WeightSchedule WeightScheduleArgument(const std::string& value);
 // negative or not finite, a dataset name --weights cannot carry. Empty for a valid schedule.
 std::vector<std::string> WeightScheduleProblems(const WeightSchedule& schedule);
 
+// The --weights text of `weights` ("code=0.3,web=0.7", by name); ParseWeights gives it back.
+std::string FormatWeights(const std::map<std::string, double>& weights);
 // The inline text form of `schedule`; ParseWeightSchedule gives it back (weights printed to
 // round-trip exactly).
 std::string FormatWeightSchedule(const WeightSchedule& schedule);

@@ -140,6 +140,9 @@ CheckpointStats CollectCheckpointStats(const std::string& step_dir, const Corpus
                         .weights = step.weights,
                         .schedule = step.schedule,
                         .with_corpus = corpus != nullptr};
+  const CorpusRecordCheck record = CheckCorpusRecord(step_dir, step.identity.corpus_fingerprint);
+  if (record.record) stats.corpus_record_shards = record.record->shards.size();
+  stats.corpus_record_problem = record.problem;
   for (const std::string& name : step.identity.datasets) stats.datasets.push_back({.name = name});
   for (uint64_t r = 0; r < step.world; ++r) {
     RankProgress rank = RankProgressOf(ReadStepRank(step, r),
@@ -177,6 +180,19 @@ std::vector<std::string> Cells(const DatasetProgress& p, bool with_corpus) {
   return cells;
 }
 
+std::string CorpusRecordLine(const CheckpointStats& s) {
+  if (s.corpus_record_shards) {
+    return fmt::format("corpus record: {} shards\n", GroupThousands(*s.corpus_record_shards));
+  }
+  if (s.corpus_record_problem.empty()) {
+    return "corpus record: none (saved before stoker wrote one)\n";
+  }
+  return fmt::format(
+      "corpus record UNUSABLE: {}\n  (the step resumes, but were the corpus to change, a resume "
+      "could not name the files that differ)\n",
+      s.corpus_record_problem);
+}
+
 std::string IdentityLines(const CheckpointStats& s) {
   const OrderIdentity& id = s.identity;
   std::string out =
@@ -189,7 +205,7 @@ std::string IdentityLines(const CheckpointStats& s) {
                      id.bos_id ? fmt::format("{}", *id.bos_id) : "none");
   out += fmt::format("generation {} (rescales so far); {} rank files, {} bytes\n", s.generation,
                      s.world, GroupThousands(s.bytes));
-  return out;
+  return out + CorpusRecordLine(s);
 }
 
 // The weight schedule, an entry a line, the one in force marked: "> step 1,000  ramp  web 0.5".

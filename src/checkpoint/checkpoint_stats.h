@@ -61,10 +61,15 @@ struct CheckpointStats {
   uint64_t world = 0;
   uint64_t generation = 0;  // the highest of the ranks' (they agree unless files were mixed)
   OrderIdentity identity;
-  std::vector<double> weights;            // as saved by rank 0, normalized, corpus order
-  MixSchedule schedule;                   // the weights of every step, as saved by rank 0
-  uint64_t bytes = 0;                     // of all rank files
-  bool with_corpus = false;               // the corpus table was given
+  std::vector<double> weights;  // as saved by rank 0, normalized, corpus order
+  MixSchedule schedule;         // the weights of every step, as saved by rank 0
+  uint64_t bytes = 0;           // of all rank files
+  bool with_corpus = false;     // the corpus table was given
+  // The corpus record (corpus_record_file.h): its shards when whole, nullopt when the step has
+  // none (saved before stoker wrote it) or it cannot be used, and then why (a resume warns the
+  // same): corrupt, unreadable or of another corpus.
+  std::optional<uint64_t> corpus_record_shards;
+  std::string corpus_record_problem;
   std::vector<DatasetProgress> datasets;  // over all ranks, corpus order
   std::vector<RankProgress> ranks;
 };

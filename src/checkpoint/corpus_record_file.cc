@@ -32,24 +32,31 @@ std::optional<CorpusRecord> ReadCorpusRecord(const std::string& step_dir, std::s
   return record;
 }
 
+CorpusRecordCheck CheckCorpusRecord(const std::string& step_dir, const std::string& fingerprint) {
+  CorpusRecordCheck check;
+  try {
+    check.record = ReadCorpusRecord(step_dir);
+  } catch (const std::exception& e) {
+    check.problem = e.what();
+    return check;
+  }
+  if (check.record && !fingerprint.empty() && check.record->fingerprint != fingerprint) {
+    check.problem =
+        fmt::format("{} records a corpus of fingerprint {}, not the {} of its rank files",
+                    CorpusRecordPath(step_dir), check.record->fingerprint, fingerprint);
+    check.record.reset();
+  }
+  return check;
+}
+
 std::string CorpusChangeNote(const std::string& step_dir, const std::string& saved_fingerprint,
                              const CorpusTable& now) {
+  const CorpusRecordCheck check = CheckCorpusRecord(step_dir, saved_fingerprint);
+  if (check.record) return DescribeCorpusDiff(DiffCorpus(*check.record, RecordOf(now)));
   const std::string unknown = "so which files differ is not known";
-  std::optional<CorpusRecord> saved;
-  try {
-    saved = ReadCorpusRecord(step_dir);
-  } catch (const Error& e) {
-    return fmt::format("{}; {}", e.what(), unknown);
-  }
-  if (!saved) {
-    return fmt::format("checkpoint {} predates the corpus record (it has no {}), {}", step_dir,
-                       CorpusRecordPath(step_dir), unknown);
-  }
-  if (saved->fingerprint != saved_fingerprint) {
-    return fmt::format("{} records a corpus of fingerprint {}, not the {} of its rank files, {}",
-                       CorpusRecordPath(step_dir), saved->fingerprint, saved_fingerprint, unknown);
-  }
-  return DescribeCorpusDiff(DiffCorpus(*saved, RecordOf(now)));
+  if (!check.problem.empty()) return fmt::format("{}, {}", check.problem, unknown);
+  return fmt::format("checkpoint {} predates the corpus record (it has no {}), {}", step_dir,
+                     CorpusRecordPath(step_dir), unknown);
 }
 
 }  // namespace stoker

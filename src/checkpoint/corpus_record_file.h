@@ -29,6 +29,16 @@ CorpusRecord RecordOf(const CorpusTable& table);
 std::optional<CorpusRecord> ReadCorpusRecord(const std::string& step_dir,
                                              std::string* bytes = nullptr);
 
+// `step_dir`'s corpus record, when it is whole and records the corpus of `fingerprint` (its rank
+// files'; empty: not compared); otherwise `problem` says why not: unreadable, corrupt (a flipped
+// byte fails the checksum) or of another corpus. Never throws. Both empty: the step has no record
+// (saved before stoker wrote it), which is no fault.
+struct CorpusRecordCheck {
+  std::optional<CorpusRecord> record;
+  std::string problem;
+};
+CorpusRecordCheck CheckCorpusRecord(const std::string& step_dir, const std::string& fingerprint);
+
 // For a refusal whose corpus fingerprints differ: one line saying which files differ between
 // `step_dir`'s record and `now` (core/corpus_diff.h), or why that is not known (the step has
 // no record, or one of another fingerprint than `saved_fingerprint`, its rank files', or a

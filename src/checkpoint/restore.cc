@@ -97,8 +97,9 @@ namespace {
 
 // The step folder, checked by rank 0 (which also reads rank file 0 and checks it against `now`)
 // and known to every rank; its identity is `now`'s, which rank file 0's matched. Rank 0 alone
-// reads the corpus record, for a refusal only: FailTogether carries the refusal's text to every
-// rank, which throw it together.
+// reads the corpus record: to name the files that differ in a refusal, and to warn of a record
+// that could not (corrupt, or of another corpus) in a resume that goes on. FailTogether carries the
+// refusal's text to every rank, which throw it together.
 CheckpointStep OpenStepTogether(const mpi::Comm& comm, const std::string& step_dir,
                                 const OrderIdentity& now, const CorpusTable& corpus) {
   ByteWriter out;
@@ -106,6 +107,14 @@ CheckpointStep OpenStepTogether(const mpi::Comm& comm, const std::string& step_d
     if (comm.rank() != 0) return;
     const CheckpointStep step = OpenCheckpointStep(step_dir);
     CheckIdentity(step, now, corpus);
+    if (const CorpusRecordCheck record = CheckCorpusRecord(step_dir, now.corpus_fingerprint);
+        !record.problem.empty()) {
+      spdlog::warn(
+          "resuming from {}, whose corpus record cannot be used: {}. The resume goes on (the "
+          "rank files name the corpus), but were the corpus to change, a resume from this step "
+          "could not name the files that differ",
+          step_dir, record.problem);
+    }
     out.Put<uint64_t>(step.world);
     out.Put<uint64_t>(step.step);
     out.PutString(EncodeMixSchedule(step.schedule));
@@ -130,7 +139,7 @@ RestoredState RestoreRankState(const mpi::Comm& comm, const std::string& step_di
   const auto world = static_cast<uint64_t>(comm.size());
   const auto rank = static_cast<uint64_t>(comm.rank());
   RankState state;
-  if (old_world == world) {  // each rank's own schedule: SetWeights is a rank's own
+  if (old_world == world) {  // each rank's own file (schedules agree: SetWeights is collective)
     RankCheckpoint mine;
     mpi::FailTogether(comm, [&] { mine = ReadStepRank(saved, rank); });
     return {std::move(mine.state), std::move(mine.schedule)};

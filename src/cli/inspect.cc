@@ -80,6 +80,13 @@ nlohmann::json ScheduleJson(const CheckpointStats& s) {
   return entries;
 }
 
+// {"state": "whole", "shards": N}, {"state": "none"} or {"state": "unusable", "problem": ...}.
+nlohmann::json CorpusRecordJson(const CheckpointStats& s) {
+  if (s.corpus_record_shards) return {{"state", "whole"}, {"shards", *s.corpus_record_shards}};
+  if (s.corpus_record_problem.empty()) return {{"state", "none"}};
+  return {{"state", "unusable"}, {"problem", s.corpus_record_problem}};
+}
+
 nlohmann::json CheckpointJson(const CheckpointStats& s) {
   const OrderIdentity& id = s.identity;
   nlohmann::json datasets = nlohmann::json::object();
@@ -113,6 +120,7 @@ nlohmann::json CheckpointJson(const CheckpointStats& s) {
           {"bos_id", id.bos_id ? nlohmann::json(*id.bos_id) : nlohmann::json(nullptr)},
           {"bytes", s.bytes},
           {"with_corpus", s.with_corpus},
+          {"corpus_record", CorpusRecordJson(s)},
           {"schedule", ScheduleJson(s)},
           {"schedule_entry", s.schedule.EntryAt(s.step)},
           {"datasets", std::move(datasets)},
@@ -206,7 +214,8 @@ Command SetupInspect(CLI::App& app) {
       "the documents started, the lowest and highest epoch of the "
       "logical shards, the summed positions (documents done in the current epochs) and the "
       "documents left unfinished at a row's end. Every rank file is read and checked: a "
-      "missing, corrupt or mismatched file is an error naming it (exit 1). See "
+      "missing, corrupt or mismatched file is an error naming it (exit 1); a corpus record "
+      "(loader/corpus.table) that cannot be used is reported (a resume warns of it). See "
       "docs/checkpoint.md.");
   sub->add_option("path", args->path,
                   "Corpus folder (one subfolder per dataset, *.h5 shards below each), or a "
@@ -226,6 +235,8 @@ Command SetupInspect(CLI::App& app) {
                 "checkpoint: kind \"checkpoint\", path, "
                 "format_version, step, world_size, generation, corpus_fingerprint, seed, "
                 "logical_shards, seq_len, eos_id, bos_id (null: none), bytes, with_corpus, "
+                "corpus_record {state: whole (with shards), none (saved before stoker wrote "
+                "one) or unusable (with problem: corrupt, unreadable, of another corpus)}, "
                 "schedule: [{step, ramp, weights: NAME -> weight}] (the weight schedule the "
                 "run had), schedule_entry (the index of the entry in force at the step), "
                 "datasets: NAME -> {weight (at the step), started_tokens (framed tokens "

@@ -17,7 +17,11 @@
 //              first, with their sizes; --remove deletes all but the newest K (default 3),
 //              holding the folder's lock (checkpoint/checkpoint_lock.h) so that no run is using
 //              it at the time
-// Names only, never the files' content: `stoker inspect` reads and checks that.
+// Names only, never the rank files' content (`stoker inspect` reads and checks that); the corpus
+// record of each complete step is read and its checksum checked, so that one a resume could not
+// use is seen here (rank 0 alone, one file a step).
+#include <spdlog/spdlog.h>
+
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -30,6 +34,7 @@
 #include "base/text_table.h"
 #include "checkpoint/checkpoint_lock.h"
 #include "checkpoint/checkpoint_store.h"
+#include "checkpoint/corpus_record_file.h"
 #include "checkpoint/interrupted_steps.h"
 #include "cli/commands.h"
 #include "stoker/memory.h"
@@ -48,16 +53,28 @@ struct StepsOptions {
   bool remove = false;                      // --remove
 };
 
+// Why the corpus record of a complete step cannot be used (corpus_record_file.h), or "".
+std::string RecordProblem(const StepFolder& folder) {
+  return folder.complete() ? CheckCorpusRecord(folder.path, "").problem : "";
+}
+
+// The line of --newest and --step; a corpus record that cannot be used is logged (stderr).
 std::string StepLine(const StepFolder& folder) {
+  if (const std::string record = RecordProblem(folder); !record.empty()) {
+    spdlog::warn("step {}: its corpus record cannot be used: {}", folder.path, record);
+  }
   return fmt::format("{}\t{}\t{}\n", folder.step, folder.world.value_or(0), folder.path);
 }
 
 std::string StepsTable(const std::vector<StepFolder>& steps) {
   std::vector<std::vector<std::string>> rows = {{"step", "world", "status", "path"}};
   for (const StepFolder& s : steps) {
-    rows.push_back({fmt::format("{}", s.step), s.world ? fmt::format("{}", *s.world) : "-",
-                    s.complete() ? "complete" : fmt::format("{}", fmt::join(s.problems, "; ")),
-                    s.path});
+    std::string status = s.complete() ? "complete" : fmt::format("{}", fmt::join(s.problems, "; "));
+    if (const std::string record = RecordProblem(s); !record.empty()) {
+      status += "; its corpus record cannot be used: " + record;
+    }
+    rows.push_back(
+        {fmt::format("{}", s.step), s.world ? fmt::format("{}", *s.world) : "-", status, s.path});
   }
   return Tabulate(rows, {2, 3});
 }
@@ -152,8 +169,10 @@ Command SetupSteps(CLI::App& app) {
       "A step folder (CHECKPOINT_DIR/step-<N>) is complete when loader/ holds the rank file of "
       "every rank of one world size and every --require file is there: the rule a resume "
       "applies (Loader::FindResumeStep), so a job script asks this instead of checking "
-      "folders itself. Reads names only, never the files' content (stoker inspect checks "
-      "that). Prints a table of every step folder; --newest or --step N print one line, "
+      "folders itself. Reads names only, never the rank files' content (stoker inspect checks "
+      "that), but checks each complete step's corpus record (loader/corpus.table) and names "
+      "one that cannot be used. Prints a table of every step folder; --newest or --step N print "
+      "one line, "
       "STEP<TAB>WORLD<TAB>PATH, for scripts. --interrupted lists (and with --remove deletes) "
       "the step folders resumes set aside. See docs/checkpoint.md.");
   sub->add_option("checkpoint_dir", options->checkpoint_dir,

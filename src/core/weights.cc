@@ -174,17 +174,18 @@ std::vector<std::string> WeightScheduleProblems(const WeightSchedule& schedule) 
   return problems;
 }
 
+std::string FormatWeights(const std::map<std::string, double>& weights) {
+  std::vector<std::string> parts;
+  // fmt's "{}" prints a double in the fewest digits that read back to the same value.
+  for (const auto& [name, weight] : weights) parts.push_back(fmt::format("{}={}", name, weight));
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
 std::string FormatWeightSchedule(const WeightSchedule& schedule) {
   std::string text;
   for (size_t i = 0; i < schedule.size(); ++i) {
-    // fmt's "{}" prints a double in the fewest digits that read back to the same value.
-    text +=
-        fmt::format("{}{}{}:", i == 0 ? "" : ";", schedule[i].ramp ? "~" : "", schedule[i].step);
-    const char* separator = "";
-    for (const auto& [name, weight] : schedule[i].weights) {
-      text += fmt::format("{}{}={}", separator, name, weight);
-      separator = ",";
-    }
+    text += fmt::format("{}{}{}:{}", i == 0 ? "" : ";", schedule[i].ramp ? "~" : "",
+                        schedule[i].step, FormatWeights(schedule[i].weights));
   }
   return text;
 }

@@ -15,6 +15,7 @@
 #include "core/loader_state.h"
 #include "loader/batch_stream.h"
 #include "loader/loader_setup.h"
+#include "loader/shared_settings.h"
 
 namespace stoker {
 
@@ -159,6 +160,7 @@ std::optional<Batch> Loader::Impl::Next() {
 // that cannot start leaves the old schedule and state, and a stream of them if one starts.
 void Loader::Impl::SetWeights(const std::map<std::string, double>& weights) {
   const uint64_t step = delivered_.step;
+  RequireSameWeights(comm_, step, weights);
   MixSchedule schedule = ScheduleSettingWeights(setup_.planner, setup_.table, step, weights);
   stream_.reset();
   const MixSchedule before = setup_.planner.schedule;

@@ -1,12 +1,14 @@
 #include "loader/loader_setup.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <set>
 #include <utility>
 
 #include "base/check.h"
+#include "loader/shared_settings.h"
 #include "os/read_queue.h"
 #include "shard/discovery.h"
 #include "stoker/memory.h"
@@ -148,6 +150,25 @@ void CheckMemory(const LoaderConfig& config, uint64_t world, uint64_t datasets,
       "({})",
       FormatBytes(bytes), BufferBreakdown(config), FormatBytes(state), config.logical_shards, world,
       datasets, FormatBytes(static_cast<double>(budget)), why)});
+}
+
+// A dataset whose shards record no eos_id, given no --eos-id: its documents end with `eos_id`, an
+// id that came from another dataset or is 0, a real token in most vocabularies. The format keeps
+// eos_id optional (a corpus packed from text records it; an import of tokens may not know it), so
+// this is a warning, once, from rank 0.
+void WarnOfDatasetsWithoutEos(const CorpusTable& table, int64_t eos_id, int rank) {
+  if (rank != 0) return;
+  for (const DatasetInfo& d : table.datasets) {
+    bool records = false;
+    for (uint32_t i = d.first_shard; i < d.first_shard + d.num_shards; ++i) {
+      records = records || table.shards[i].eos_id.has_value();
+    }
+    if (records) continue;
+    spdlog::warn(
+        "dataset {} records no eos_id and no eos_id (--eos-id) is given: the loader appends id {} "
+        "to each of its documents ({}); give the id its tokenizer ends documents with",
+        d.name, eos_id, eos_id == 0 ? "0, the default" : "another dataset's eos_id");
+  }
 }
 
 // EOS and BOS ids every shard's vocabulary holds: an id at or above a shard's vocab_size would
@@ -315,6 +336,7 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, LoaderConfig* settings) {
   mpi::FailTogether(comm, [&] {
     if (auto problems = config.Problems(); !problems.empty()) Refuse(problems);
   });
+  RequireSharedSettings(comm, config);
   LoaderSetup setup;
   setup.table = DiscoverCorpus(comm, config.data, &setup.arrays);
   const auto ranks_on_node = static_cast<uint64_t>(comm.RanksOnThisNode());
@@ -337,6 +359,7 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, LoaderConfig* settings) {
   setup.eos_id = config.eos_id.value_or(
       CorpusAttribute(setup.table, "eos_id", &ShardInfo::eos_id).value_or(0));
   setup.bos_id = config.bos_id;
+  if (!config.eos_id) WarnOfDatasetsWithoutEos(setup.table, setup.eos_id, comm.rank());
   CheckIdsInVocabulary(setup);
   PlannerConfig& p = setup.planner;
   p.seed = config.seed;

@@ -11,7 +11,9 @@
 #     files too;
 #   - a step without the record (saved before stoker wrote it: the file deleted) still resumes on
 #     its corpus, and on the changed one gives the fingerprint line and says it predates the
-#     record.
+#     record;
+#   - a step whose record has a flipped byte resumes on its corpus with one warning naming the
+#     file; `stoker inspect` (text and --json) and `stoker steps` (table and --newest) report it.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
 source "$(dirname "$0")/../common/test_lib.sh"
@@ -109,4 +111,38 @@ refused "inspect --data of a step without a record" "$STOKER" inspect "$work/old
   --data "$changed"
 ok "$work/resume-old.log" $MPIRUN -np 2 "$STOKER" run --data "$corpus" "${args[@]}" --steps 6 \
   --checkpoint-dir "$work/old" --resume
+
 echo "ok: a step without a record resumes on its corpus"
+
+# A corrupt record: named by the resume (which goes on), inspect and steps.
+mkdir -p "$work/flipped"
+cp -r "$step" "$work/flipped/step-4"
+record="$work/flipped/step-4/loader/corpus.table"
+size=$(stat -c %s "$record")
+printf '\xff' | dd of="$record" bs=1 seek=$((size / 2)) conv=notrunc status=none
+ok "$work/inspect-flipped.txt" "$STOKER" inspect "$work/flipped/step-4"
+grep -q "^corpus record UNUSABLE: $record" "$work/inspect-flipped.txt" ||
+  fail "inspect does not report the corrupt record: $(cat "$work/inspect-flipped.txt")"
+ok "$work/inspect-flipped.json" "$STOKER" inspect "$work/flipped/step-4" --json
+/usr/bin/python3 - "$work/inspect-flipped.json" "$record" <<'PY' || fail "inspect --json: $(cat "$work/inspect-flipped.json")"
+import json, sys
+got = json.load(open(sys.argv[1]))["corpus_record"]
+sys.exit(None if got["state"] == "unusable" and got["problem"].startswith(sys.argv[2]) else got)
+PY
+ok "$work/inspect-whole.txt" "$STOKER" inspect "$step"
+grep -q "^corpus record: 6 shards" "$work/inspect-whole.txt" ||
+  fail "inspect of a whole record: $(cat "$work/inspect-whole.txt")"
+ok "$work/steps-flipped.txt" "$STOKER" steps "$work/flipped"
+grep -q "step-4 *$" "$work/steps-flipped.txt" && grep -q "complete; its corpus record cannot be used: $record" \
+  "$work/steps-flipped.txt" || fail "stoker steps: $(cat "$work/steps-flipped.txt")"
+ok "$work/steps-newest.txt" "$STOKER" steps "$work/flipped" --newest
+grep -q "its corpus record cannot be used: $record" "$work/steps-newest.txt" ||
+  fail "stoker steps --newest: $(cat "$work/steps-newest.txt")"
+ok "$work/resume-flipped.log" $MPIRUN -np 2 "$STOKER" run --data "$corpus" "${args[@]}" --steps 6 \
+  --checkpoint-dir "$work/flipped" --resume
+warned=$(grep -c "whose corpus record cannot be used: $record" "$work/resume-flipped.log" || true)
+[ "$warned" = 1 ] || fail "the resume from a step with a corrupt record warned $warned times:
+$(cat "$work/resume-flipped.log")"
+grep -q "could not name the files that differ" "$work/resume-flipped.log" ||
+  fail "the warning does not say what is lost: $(cat "$work/resume-flipped.log")"
+echo "ok: a corrupt corpus record: the resume warns once, inspect and steps report it"

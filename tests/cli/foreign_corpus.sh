@@ -5,7 +5,8 @@
 # UTF-8 string: verify passes, inspect --json reports each tokenizer exactly, and run reads them
 # at 1 and 2 ranks. A dataset folder whose name is not UTF-8 (Latin-1 "caf\xe9"): every --json
 # output (inspect, verify, run, audit) is valid UTF-8 JSON, the name's bad byte replaced by
-# U+FFFD; the text output keeps the name's bytes.
+# U+FFFD; the text output keeps the name's bytes. A dataset whose shards record no eos_id: a run
+# given no --eos-id warns once, naming it and the id it appends; given --eos-id, not at all.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
 source "$(dirname "$0")/../common/test_lib.sh"
@@ -21,7 +22,7 @@ import os, sys
 import h5py, numpy as np
 root = sys.argv[1]
 rng = np.random.default_rng(7)
-def shard(path, tokenizer):
+def shard(path, tokenizer, eos=True):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     lengths = rng.integers(1, 300, size=200)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.uint64)
@@ -30,7 +31,8 @@ def shard(path, tokenizer):
         f.create_dataset("doc_offsets", data=offsets)
         f.attrs["stoker_format_version"] = 1
         f.attrs["vocab_size"] = 50257
-        f.attrs["eos_id"] = 50256
+        if eos:
+            f.attrs["eos_id"] = 50256
         tokenizer(f)
 def vlen(f):  # h5py's default for a str: variable-length UTF-8
     f.attrs["tokenizer"] = "gpt2-\u00e9t\u00e9"
@@ -43,6 +45,7 @@ for i in range(2):
     shard(f"{root}/vlen/part-{i}.h5", vlen)
     shard(f"{root}/fixed/part-{i}.h5", fixed_ascii)
     shard(f"{root}/fixed-utf8/part-{i}.h5", fixed_utf8)
+shard(f"{root}-noeos/bare/part-0.h5", vlen, eos=False)
 for name in ("vlen", "fixed", "fixed-utf8"):
     kind = h5py.h5a.open(h5py.File(f"{root}/{name}/part-0.h5").id, b"tokenizer").get_type()
     print(name, "variable" if kind.is_variable_str() else "fixed", kind.get_cset())
@@ -63,6 +66,19 @@ for np in 1 2; do
     > "$work/run$np.txt" 2>&1 || fail "run at $np ranks: $(cat "$work/run$np.txt")"
 done
 echo "ok: shards written by h5py with variable- and fixed-length string attributes: verify, inspect, run"
+
+# --- A dataset that records no eos_id: one warning naming it and the id appended. ---
+cp -r "$corpus/vlen" "$corpus-noeos/vlen"
+$MPIRUN -np 2 "$STOKER" run --data "$corpus-noeos" --steps 2 --seq-len 64 --batch-size 2 \
+  > "$work/noeos.txt" 2>&1 || fail "run on a dataset without eos_id: $(cat "$work/noeos.txt")"
+warned=$(grep -c "records no eos_id" "$work/noeos.txt" || true)
+[ "$warned" = 1 ] || fail "$warned warnings of a dataset without eos_id, not 1: $(cat "$work/noeos.txt")"
+grep -q "dataset bare records no eos_id .* appends id 50256 " "$work/noeos.txt" ||
+  fail "the warning does not name dataset bare and id 50256: $(cat "$work/noeos.txt")"
+$MPIRUN -np 2 "$STOKER" run --data "$corpus-noeos" --steps 2 --seq-len 64 --batch-size 2 \
+  --eos-id 50256 > "$work/noeos-given.txt" 2>&1 || fail "run with --eos-id: $(cat "$work/noeos-given.txt")"
+! grep -q "records no eos_id" "$work/noeos-given.txt" || fail "warned although --eos-id was given"
+echo "ok: a dataset without eos_id: one warning naming it and the id; none with --eos-id"
 
 # --- A dataset folder named in Latin-1: valid JSON everywhere. ---
 latin="$work/latin"

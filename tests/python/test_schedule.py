@@ -264,6 +264,6 @@ def test_help_explains_dynamic_mixing():
     assert signature.parameters["weight_schedule"].kind is inspect.Parameter.KEYWORD_ONLY
     assert "ramp" in inspect.getdoc(stoker.Loader)
     doc = inspect.getdoc(stoker.Loader.set_weights)
-    for words in ("next batch", "Not collective", "same step", "resume", "ConfigError"):
+    for words in ("next batch", "Collective", "same step", "resume", "ConfigError"):
         assert words in doc, words
     assert "ramp" in inspect.getdoc(stoker.parse_weight_schedule)

@@ -244,10 +244,11 @@ class Loader:
         the next batch on, for good: they replace the rest of the schedule (a ramp in progress
         stops where it stood) and the mixer starts afresh, as at a jump of the schedule.
 
-        Not collective, and each rank's own: the ranks' streams stay those of one schedule
-        (the one ``Loader(weight_schedule=...)`` jumping at this step gives) only if every rank
-        calls it after the same step, with the same weights. The batches read ahead are dropped
-        and read again (the GIL is released meanwhile). The next ``save()`` records the change,
+        Collective over the loader's communicator: every rank calls it after the same step
+        with the same weights (the ranks' streams are then those of the schedule that jumps at
+        this step); a call whose step or weights differ between ranks raises ``ConfigError`` on
+        every rank, naming them and their ranks, and changes nothing. The batches read ahead
+        are dropped and read again (the GIL is released meanwhile). The next ``save()`` records the change,
         but a resume follows its own configuration's schedule: a trainer that sets weights
         online sets them again after it resumes (or resumes with ``weight_schedule=`` the
         ``schedule`` it kept with the checkpoint, for the very same stream). ``ConfigError``

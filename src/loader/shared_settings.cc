@@ -1,0 +1,88 @@
+#include "loader/shared_settings.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+#include "base/check.h"
+#include "os/host.h"
+
+namespace stoker {
+
+namespace {
+
+std::string Text(const std::optional<int64_t>& id, const char* none) {
+  return id ? std::to_string(*id) : none;
+}
+
+// The mixing a rank asks for: --weights text, or --weights-schedule text. One setting, so that a
+// rank giving weights and another a schedule is one difference, named once.
+std::string MixingText(const LoaderConfig& c) {
+  if (c.weight_schedule.empty() && c.weights.empty()) return "by tokens";
+  if (c.weight_schedule.empty()) return FormatWeights(c.weights);
+  return FormatWeightSchedule(c.weight_schedule);
+}
+
+std::string BoundaryText(const BoundaryFields& f) {
+  std::vector<std::string> fields;
+  if (f.position_ids) {
+    fields.push_back(f.positions == PositionIds::kContinue ? "position_ids (continue)"
+                                                           : "position_ids (restart)");
+  }
+  if (f.cu_seqlens) fields.push_back("cu_seqlens");
+  if (f.segment_ids) fields.push_back("segment_ids");
+  if (f.loss_mask) fields.push_back("loss_mask");
+  return fields.empty() ? "none" : fmt::format("{}", fmt::join(fields, ", "));
+}
+
+// The corpus folder, seen from each rank's node: a folder missing on some nodes (an unmounted file
+// system, a copy not staged) is named with the first rank and host that miss it. Missing on
+// every rank, discovery names it (rank 0 lists the folder for all).
+void RequireCorpusFolder(const mpi::Comm& comm, const std::string& data) {
+  struct stat st {};
+  const bool found = ::stat(data.c_str(), &st) == 0;
+  const std::string why = found ? "not a folder" : std::strerror(errno);
+  const bool ok = found && S_ISDIR(st.st_mode);
+  const uint64_t failing = comm.Sum(ok ? 0 : 1);
+  if (failing == 0 || failing == static_cast<uint64_t>(comm.size())) return;
+  mpi::FailTogether(comm, [&] {
+    STOKER_CHECK(ok, ConfigError,
+                 "rank {} (host {}) cannot use corpus folder {}: {} ({} of {} ranks cannot; the "
+                 "others can)",
+                 comm.rank(), HostName(), data, why, failing, comm.size());
+  });
+}
+
+}  // namespace
+
+std::vector<mpi::Setting> SharedSettings(const LoaderConfig& c) {
+  return {{"data", c.data},
+          {"seed", std::to_string(c.seed)},
+          {"logical_shards", std::to_string(c.logical_shards)},
+          {"seq_len", std::to_string(c.seq_len)},
+          {"eos_id", Text(c.eos_id, "the corpus's")},
+          {"bos_id", Text(c.bos_id, "none")},
+          {"weights / weight_schedule", MixingText(c)},
+          {"boundaries", BoundaryText(c.boundaries)},
+          {"resume_from", c.resume_from.empty() ? "none (step 0)" : c.resume_from}};
+}
+
+void RequireSharedSettings(const mpi::Comm& comm, const LoaderConfig& config) {
+  mpi::RequireAgreement(comm, SharedSettings(config), "loader settings differ between ranks");
+  RequireCorpusFolder(comm, config.data);
+}
+
+void RequireSameWeights(const mpi::Comm& comm, uint64_t step,
+                        const std::map<std::string, double>& weights) {
+  mpi::RequireAgreement(
+      comm,
+      {{"called after step", std::to_string(step)},
+       {"weights", weights.empty() ? "by tokens" : FormatWeights(weights)}},
+      "SetWeights is collective: every rank calls it after the same step with the same weights, "
+      "and these differ");
+}
+
+}  // namespace stoker

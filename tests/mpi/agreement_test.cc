@@ -1,0 +1,177 @@
+// Settings that every rank must give alike (loader/shared_settings.h), at 1, 2 and 4 ranks: a
+// Loader whose ranks differ in any one of them is refused on every rank, the message naming the
+// setting, its values and the ranks of each; a corpus folder one rank cannot see names that rank;
+// SetWeights with other weights, or after another step, on some rank is refused on every rank and
+// changes nothing, and the same call on every rank after the same step then goes through.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/loader_streams.h"
+#include "common/test_support.h"
+#include "mpi/comm.h"
+#include "os/host.h"
+#include "stoker/error.h"
+#include "stoker/loader.h"
+#include "tools/synth.h"
+
+namespace stoker {
+namespace {
+
+using testing::Pull;
+
+class AgreementTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SynthSpec spec;
+    spec.out = dir_ / "corpus";
+    spec.datasets = {{"a", 20000, 40}, {"b", 20000, 60}};
+    spec.seed = 2;
+    SynthesizeCorpus(comm_, spec);
+  }
+  LoaderConfig Config() const {
+    LoaderConfig config;
+    config.data = dir_ / "corpus";
+    config.seq_len = 63;
+    config.batch_size = 2;
+    config.seed = 3;
+    config.logical_shards = 16;
+    return config;
+  }
+  // The ConfigError every rank gets constructing a Loader of `config`, or "" when it is built.
+  std::string Refusal(const LoaderConfig& config) const {
+    try {
+      Loader loader(MPI_COMM_WORLD, config);
+      return "";
+    } catch (const ConfigError& e) {
+      EXPECT_TRUE(e.collective()) << "rank " << comm_.rank() << ": " << e.what();
+      return e.what();
+    }
+  }
+  // "rank 0" or "ranks 0-2": every rank but the last.
+  std::string AllButLast() const {
+    const int last = comm_.size() - 1;
+    return last == 1 ? "rank 0" : fmt::format("ranks 0-{}", last - 1);
+  }
+  bool IsLast() const { return comm_.rank() == comm_.size() - 1; }
+
+  mpi::Comm comm_{MPI_COMM_WORLD};
+  testing::SharedTempDir dir_{MPI_COMM_WORLD};
+};
+
+TEST_F(AgreementTest, EachSharedSettingGivenOtherwiseOnOneRankIsRefusedOnEveryRank) {
+  if (comm_.size() < 2) GTEST_SKIP() << "a difference between ranks needs two";
+  const std::string last = fmt::format("rank {}", comm_.size() - 1);
+  const std::string others = AllButLast();
+  const std::string elsewhere = dir_ / "elsewhere";
+  struct Case {
+    std::function<void(LoaderConfig*)> change;  // on the last rank
+    std::string line;                           // the line naming it
+  };
+  const std::vector<Case> cases = {
+      {[&](LoaderConfig* c) { c->data = elsewhere; },
+       fmt::format("data: {} on {}; {} on {}", dir_ / "corpus", others, elsewhere, last)},
+      {[](LoaderConfig* c) { c->seed = 4; }, fmt::format("seed: 3 on {}; 4 on {}", others, last)},
+      {[](LoaderConfig* c) { c->logical_shards = 32; },
+       fmt::format("logical_shards: 16 on {}; 32 on {}", others, last)},
+      {[](LoaderConfig* c) { c->seq_len = 127; },
+       fmt::format("seq_len: 63 on {}; 127 on {}", others, last)},
+      {[](LoaderConfig* c) { c->eos_id = 5; },
+       fmt::format("eos_id: the corpus's on {}; 5 on {}", others, last)},
+      {[](LoaderConfig* c) { c->bos_id = 1; },
+       fmt::format("bos_id: none on {}; 1 on {}", others, last)},
+      {[](LoaderConfig* c) {
+         c->weights = {{"a", 1}};
+       },
+       fmt::format("weights / weight_schedule: by tokens on {}; a=1 on {}", others, last)},
+      {[](LoaderConfig* c) { c->boundaries = BoundaryFields::All(); },
+       fmt::format("boundaries: none on {}; position_ids (restart), cu_seqlens, segment_ids, "
+                   "loss_mask on {}",
+                   others, last)},
+      {[&](LoaderConfig* c) { c->resume_from = dir_ / "step-4"; },
+       fmt::format("resume_from: none (step 0) on {}; {} on {}", others, dir_ / "step-4", last)},
+  };
+  for (const Case& c : cases) {
+    LoaderConfig config = Config();
+    if (IsLast()) c.change(&config);
+    const std::string message = Refusal(config);
+    EXPECT_EQ(message,
+              "loader settings differ between ranks (every rank must give the same):\n  " + c.line)
+        << "rank " << comm_.rank();
+  }
+}
+
+TEST_F(AgreementTest, ASeedPerRankAndALogicalShardCountPerRankAreNamedTogether) {
+  LoaderConfig config = Config();
+  config.seed = 100 + static_cast<uint64_t>(comm_.rank());  // seed = base + rank
+  if (IsLast()) config.logical_shards = 8;
+  const std::string message = Refusal(config);
+  if (comm_.size() == 1) {
+    EXPECT_EQ(message, "") << "one rank agrees with itself";
+    return;
+  }
+  std::vector<std::string> seeds;
+  for (int r = 0; r < comm_.size(); ++r) seeds.push_back(fmt::format("{} on rank {}", 100 + r, r));
+  EXPECT_NE(message.find(fmt::format("\n  seed: {}\n", fmt::join(seeds, "; "))), std::string::npos)
+      << message;
+  EXPECT_NE(message.find(fmt::format("\n  logical_shards: 16 on {}; 8 on rank {}", AllButLast(),
+                                     comm_.size() - 1)),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(AgreementTest, ACorpusFolderOneRankCannotSeeNamesThatRankAndItsHost) {
+  if (comm_.size() < 2) GTEST_SKIP() << "a difference between ranks needs two";
+  // The same relative path everywhere; the last rank looks for it in an empty folder.
+  const std::string empty = dir_ / "empty";
+  if (comm_.rank() == 0) std::filesystem::create_directory(empty);
+  comm_.Barrier();
+  const std::filesystem::path before = std::filesystem::current_path();
+  std::filesystem::current_path(IsLast() ? empty : dir_.path());
+  LoaderConfig config = Config();
+  config.data = "corpus";
+  const std::string message = Refusal(config);
+  std::filesystem::current_path(before);
+  EXPECT_EQ(message, fmt::format("rank {} (host {}) cannot use corpus folder corpus: No such file "
+                                 "or directory (1 of {} ranks cannot; the others can)",
+                                 comm_.size() - 1, HostName(), comm_.size()))
+      << "rank " << comm_.rank();
+}
+
+TEST_F(AgreementTest, SetWeightsDifferingBetweenRanksIsRefusedEverywhereAndChangesNothing) {
+  if (comm_.size() < 2) GTEST_SKIP() << "a difference between ranks needs two";
+  Loader loader(MPI_COMM_WORLD, Config());
+  Pull(loader, 3);
+  const std::vector<double> before = loader.weights();
+  const auto refusal = [&](const std::map<std::string, double>& weights) -> std::string {
+    try {
+      loader.SetWeights(weights);
+      return "";
+    } catch (const ConfigError& e) {
+      EXPECT_TRUE(e.collective()) << e.what();
+      return e.what();
+    }
+  };
+  const std::string head =
+      "SetWeights is collective: every rank calls it after the same step with the same weights, "
+      "and these differ (every rank must give the same):\n  ";
+  const std::string last = fmt::format("rank {}", comm_.size() - 1);
+  EXPECT_EQ(refusal(IsLast() ? std::map<std::string, double>{{"a", 1}}
+                             : std::map<std::string, double>{{"b", 1}}),
+            head + fmt::format("weights: b=1 on {}; a=1 on {}", AllButLast(), last));
+  EXPECT_EQ(loader.weights(), before) << "a refused SetWeights changed the weights";
+  if (IsLast()) Pull(loader, 1);  // one batch ahead of the others
+  EXPECT_EQ(refusal({{"a", 1}}),
+            head + fmt::format("called after step: 3 on {}; 4 on {}", AllButLast(), last));
+  if (!IsLast()) Pull(loader, 1);
+  EXPECT_EQ(refusal({{"a", 1}}), "") << "the same weights after the same step";
+  EXPECT_EQ(loader.weights(), (std::vector<double>{1, 0}));
+}
+
+}  // namespace
+}  // namespace stoker
