@@ -180,6 +180,9 @@ ImportStats ImportDataset(const mpi::Comm& comm, const ImportSpec& spec) {
     input = OpenInput(spec);
     CheckShardMemory(spec, input->type(), ranks_on_node);
   });
+  for (const std::string& warning : input->Warnings()) {
+    if (comm.rank() == 0) spdlog::warn("import: {}", warning);
+  }
   const std::string staging = Beside(spec.out, ".import");
   mpi::FailTogether(comm, [&] {
     if (comm.rank() == 0) PrepareStaging(spec, staging);

@@ -159,6 +159,8 @@ class ImportInput {
   // input it gives count ("documents", "token positions", "samples": docs/format.md).
   virtual std::vector<SourceFile> Sources() const = 0;
   virtual const char* positions() const = 0;
+  // What the user should hear that is not an error (MDS: hash kinds it does not check).
+  virtual std::vector<std::string> Warnings() const { return {}; }
 };
 
 }  // namespace stoker
