@@ -52,12 +52,27 @@ int RunImport(ImportSpec spec, const mpi::Comm& world) {
   return 0;
 }
 
+// `stoker import --remove-leftovers DIR/NAME`.
+int RunRemoveLeftovers(const std::string& out, const mpi::Comm& world) {
+  const std::vector<std::string> removed = RemoveImportLeftovers(world, out);
+  for (const std::string& leftover : removed) {
+    spdlog::info("import: removed {}, left by an import into {} that did not finish", leftover,
+                 out);
+  }
+  if (removed.empty()) {
+    spdlog::info("import: nothing to remove: no import into {} left anything behind", out);
+  }
+  return 0;
+}
+
 // The options every format shares.
 void AddCommonOptions(CLI::App* sub, ImportSpec* spec) {
   sub->add_option("--out", spec->out,
                   "Dataset folder DIR/NAME to write; must be empty or missing unless --force. "
                   "Written as DIR/.NAME.import and renamed when every rank is done: a failed "
-                  "import leaves nothing behind")
+                  "import leaves nothing behind. DIR/.NAME.lock keeps other imports into "
+                  "DIR/NAME out meanwhile; what a killed import leaves is removed by the next "
+                  "(or by stoker import --remove-leftovers DIR/NAME)")
       ->required();
   sub->add_option("--shard-tokens", spec->shard_tokens,
                   "Tokens per shard (suffixes K, M, G = 10^3, 10^6, 10^9); a longer document gets "
@@ -96,8 +111,17 @@ Command SetupImport(CLI::App& app) {
       "Writes one dataset folder of shards, DIR/NAME/part-RRRRR-KKKKK.h5: documents in input "
       "order, tokens in the input's own type, each shard's `source` attribute naming the input "
       "files. Every input is checked as strictly as `stoker verify` checks shards; a bad one is "
-      "one error naming the file. Under mpirun the ranks split the input by bytes.");
-  import->require_subcommand(1);
+      "one error naming the file. Under mpirun the ranks split the input by bytes. One import "
+      "at a time writes DIR/NAME: a second is refused, naming the first.");
+  import->require_subcommand(0, 1);
+  auto leftovers = std::make_shared<std::string>();
+  import->add_option("--remove-leftovers", *leftovers,
+                     "Remove what an import into DIR/NAME that did not finish (killed, its node "
+                     "lost) left beside it: DIR/.NAME.import, its staging folder (and "
+                     "DIR/.NAME.replaced beside a new DIR/NAME), naming each; import nothing. "
+                     "Refused while an import into DIR/NAME runs. The next import into "
+                     "DIR/NAME removes them too")
+      ->type_name("DIR/NAME");
   CLI::App* megatron = AddFormat(
       import, "megatron",
       "Megatron-LM indexed datasets: PREFIX.idx + PREFIX.bin, as tools/preprocess_data.py "
@@ -135,7 +159,18 @@ Command SetupImport(CLI::App& app) {
       ->transform(
           CLI::CheckedTransformer(TypeNames()).description("uint8 ... uint64, int8 ... int64"));
   mds->add_option("--eos-id", spec->eos_id, "Recorded as the shards' eos_id (nothing removed)");
-  return {import, [options](const mpi::Comm& world) { return RunImport(*options, world); }};
+  import->callback([import, leftovers] {
+    if (leftovers->empty() && import->get_subcommands().empty()) {
+      throw CLI::RequiredError("a format (megatron, npy or mds) or --remove-leftovers");
+    }
+    if (!leftovers->empty() && !import->get_subcommands().empty()) {
+      throw CLI::ValidationError("--remove-leftovers", "imports nothing: give it without a format");
+    }
+  });
+  return {import, [options, leftovers](const mpi::Comm& world) {
+            return leftovers->empty() ? RunImport(*options, world)
+                                      : RunRemoveLeftovers(*leftovers, world);
+          }};
 }
 
 }  // namespace stoker::cli

@@ -15,9 +15,11 @@
 //
 // ImportDataset is collective. The ranks split the input by bytes: rank r imports the documents
 // (MDS: the shards) that start in the r-th of W equal parts of the input's bytes, so each rank
-// reads about as much, and path order is input order. Everything is written into a hidden
-// folder beside OUT (DIR/.NAME.import, which discovery ignores) and renamed to OUT when every
-// rank has succeeded: a failure, or a crash, leaves no half-written dataset behind.
+// reads about as much, and path order is input order. Rank 0 holds the lock of OUT for the whole
+// import (a second import into OUT is refused on every rank, naming the first); everything is
+// written into a hidden folder beside OUT (DIR/.NAME.import, which discovery ignores) and
+// renamed to OUT when every rank has succeeded: a failure leaves no half-written dataset behind,
+// and what a crash leaves is removed by the next import into OUT (import/import_output.h).
 #pragma once
 
 #include <cstdint>
@@ -73,5 +75,10 @@ struct ImportStats {
 
 // Collective over `comm` (see the top of this file). Throws the same error on every rank.
 ImportStats ImportDataset(const mpi::Comm& comm, const ImportSpec& spec);
+
+// Collective: removes what imports into `out` that did not finish left beside it, once no
+// import into `out` runs, and returns each removed folder as "PATH (SIZE)" (none: nothing was
+// left). Throws the same error on every rank: ConfigError naming the running import.
+std::vector<std::string> RemoveImportLeftovers(const mpi::Comm& comm, const std::string& out);
 
 }  // namespace stoker
