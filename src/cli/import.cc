@@ -26,6 +26,28 @@ std::map<std::string, TokenType> TypeNames() {
   return names;
 }
 
+// What became of the end-of-document id, and what looks like the wrong choice of it.
+void LogEndOfDocument(const ImportSpec& spec, const ImportStats& stats) {
+  const char* format = ImportFormatName(spec.format);
+  const std::optional<uint64_t> eos = spec.RecordedEosId();
+  if (spec.format == ImportFormat::kNpy || spec.eod_id) {
+    spdlog::info("import {}: {} documents ended in eos id {}, which was removed (eos_id {} is "
+                 "recorded: the loader puts it back at every document's end)",
+                 format, stats.eos_removed, *eos, *eos);
+  }
+  if (spec.eod_id && stats.eos_removed == 0 && stats.documents > 0) {
+    spdlog::warn("import {}: none of the {} documents ends in --eod-id {}: is it the id the data "
+                 "was made with? The loader appends it to every document",
+                 format, stats.documents, *spec.eod_id);
+  }
+  if (stats.eos_kept > 0) {
+    spdlog::warn("import {}: {} of {} documents already end in --eos-id {}, and the loader "
+                 "appends it to every document: they will end in it twice. If the data was made "
+                 "with --append-eod, import it with --eod-id {} instead",
+                 format, stats.eos_kept, stats.documents, *spec.eos_id, *spec.eos_id);
+  }
+}
+
 int RunImport(ImportSpec spec, const mpi::Comm& world) {
   std::optional<Progress> progress;
   spec.on_progress = [&](uint64_t done, uint64_t total) {
@@ -43,12 +65,7 @@ int RunImport(ImportSpec spec, const mpi::Comm& world) {
       ImportFormatName(spec.format), stats.inputs, stats.input_bytes / 1e6, stats.documents,
       stats.tokens, stats.token_type, stats.shards, spec.out, seconds,
       seconds > 0 ? stats.input_bytes / 1e6 / seconds : 0.0, world.size());
-  if (spec.eos_id && spec.format != ImportFormat::kMds) {
-    spdlog::info(
-        "import {}: {} documents ended in eos id {}, which was removed (eos_id {} is "
-        "recorded: the loader puts it back at every document's end)",
-        ImportFormatName(spec.format), stats.eos_removed, *spec.eos_id, *spec.eos_id);
-  }
+  LogEndOfDocument(spec, stats);
   return 0;
 }
 
@@ -82,8 +99,7 @@ void AddCommonOptions(CLI::App* sub, ImportSpec* spec) {
           CLI::AsNumberWithUnit::CASE_SENSITIVE))
       ->capture_default_str();
   sub->add_option("--vocab-size", spec->vocab_size,
-                  "Every id must be below it; recorded as the shards' vocab_size")
-      ->check(CLI::PositiveNumber);
+                  "Every id must be below it; recorded as the shards' vocab_size");
   sub->add_flag("--narrow", spec->narrow,
                 "Store each shard as uint16, uint32 or uint64, whichever holds its ids (or "
                 "--vocab-size), when that is no wider than the input's type (default: the "
@@ -127,10 +143,14 @@ Command SetupImport(CLI::App& app) {
       "Megatron-LM indexed datasets: PREFIX.idx + PREFIX.bin, as tools/preprocess_data.py "
       "writes them. A document is a Megatron document (all its sequences).",
       ImportFormat::kMegatron, spec, "Dataset prefixes (PREFIX, PREFIX.idx or PREFIX.bin)");
-  megatron->add_option("--eod-id", spec->eos_id,
-                       "The end-of-document id Megatron's --append-eod added: a document ending "
-                       "in it loses that token, and it becomes the shards' eos_id (the loader "
-                       "puts it back)");
+  megatron->add_option("--eod-id", spec->eod_id,
+                       "The end-of-document id Megatron's --append-eod ended each document with "
+                       "(the tokenizer's EOD id; GPT-2's is 50256): a document ending in it "
+                       "loses that token, and it becomes the shards' eos_id (the loader puts it "
+                       "back). One of --eod-id and --eos-id is required");
+  megatron->add_option("--eos-id", spec->eos_id,
+                       "For data made without --append-eod: documents are kept whole, and this "
+                       "id becomes the shards' eos_id, the one the loader appends to each");
   CLI::App* npy = AddFormat(
       import, "npy",
       "OLMo / Dolma token files: headerless token arrays (or real .npy files) whose documents "

@@ -31,7 +31,7 @@ uint64_t ShareStart(uint64_t bytes, uint64_t r, uint64_t w) {
 std::unique_ptr<ImportInput> OpenInput(const ImportSpec& spec) {
   switch (spec.format) {
     case ImportFormat::kMegatron:
-      return OpenMegatronInput(spec.inputs, spec.eos_id);
+      return OpenMegatronInput(spec.inputs, spec.RecordedEosId(), spec.eod_id.has_value());
     case ImportFormat::kNpy:
       return OpenTokenFileInput(spec.inputs, spec.dtype, static_cast<int64_t>(*spec.eos_id));
     case ImportFormat::kMds:
@@ -68,6 +68,46 @@ std::pair<uint64_t, uint64_t> RankUnits(const mpi::Comm& comm, ImportInput* inpu
   return {starts[r], starts[r + 1]};
 }
 
+// The problems of the end-of-document ids: which the format takes, and their values.
+void EndOfDocumentProblems(const ImportSpec& spec, std::vector<std::string>* problems) {
+  const bool megatron = spec.format == ImportFormat::kMegatron;
+  if (megatron && !spec.eod_id && !spec.eos_id) {
+    problems->push_back(
+        "stoker import megatron needs the id that ends each document, and does not guess it: "
+        "Megatron's tools/preprocess_data.py (--append-eod) ends every document with the "
+        "tokenizer's EOD id (GPT-2's is 50256). Give --eod-id ID to take it off the end of each "
+        "document (the loader appends it again), or --eos-id ID to keep the documents whole and "
+        "record ID as the id the loader appends to each");
+  }
+  if (megatron && spec.eod_id && spec.eos_id) {
+    problems->push_back("give one of --eod-id (taken off each document's end) and --eos-id "
+                        "(documents kept whole), not both");
+  }
+  if (spec.format == ImportFormat::kNpy && !spec.eos_id) {
+    problems->push_back("--eos-id is required: it is where the token files' documents end");
+  }
+  const std::pair<const char*, std::optional<uint64_t>> ids[] = {{"--eod-id", spec.eod_id},
+                                                                 {"--eos-id", spec.eos_id}};
+  for (const auto& [flag, id] : ids) {
+    if (id && *id > kMaxTokenId) {
+      problems->push_back(fmt::format("{} {} is above 2^63 - 1", flag, *id));
+    } else if (id && spec.vocab_size > 0 && *id >= *spec.vocab_size) {
+      problems->push_back(
+          fmt::format("{} {} is not below --vocab-size {}", flag, *id, *spec.vocab_size));
+    }
+  }
+}
+
+// "a, b, c and 7 more": the inputs, for a message.
+std::string NameInputs(const std::vector<std::string>& inputs) {
+  constexpr size_t kNamed = 4;
+  const size_t named = std::min(inputs.size(), kNamed);
+  const std::vector<std::string> first(inputs.begin(), inputs.begin() + named);
+  return fmt::format("{}{}", fmt::join(first, ", "),
+                     inputs.size() > named ? fmt::format(" and {} more", inputs.size() - named)
+                                           : "");
+}
+
 // Collective: this rank's share of the input, as shards in `staging`.
 void WriteShards(const mpi::Comm& comm, const ImportSpec& spec, ImportInput* input,
                  const std::string& staging, std::optional<ImportSink>* sink,
@@ -87,7 +127,7 @@ void WriteShards(const mpi::Comm& comm, const ImportSpec& spec, ImportInput* inp
                                 .shard_tokens = spec.shard_tokens,
                                 .narrow = spec.narrow,
                                 .vocab_size = spec.vocab_size,
-                                .eos_id = spec.eos_id,
+                                .eos_id = spec.RecordedEosId(),
                                 .format = ImportFormatName(spec.format),
                                 .unit = input->positions()};
     sink->emplace(settings, input->type(), input->Sources());
@@ -100,7 +140,8 @@ void WriteShards(const mpi::Comm& comm, const ImportSpec& spec, ImportInput* inp
   });
   const uint64_t shards = comm.Sum((*sink)->shards());
   mpi::FailTogether(comm, [&] {
-    STOKER_CHECK(shards > 0, DataError, "the inputs hold no documents: nothing to import");
+    STOKER_CHECK(shards > 0, DataError, "the inputs hold no documents, nothing to import: {}",
+                 NameInputs(spec.inputs));
   });
 }
 
@@ -108,8 +149,9 @@ void WriteShards(const mpi::Comm& comm, const ImportSpec& spec, ImportInput* inp
 ImportStats Totals(const mpi::Comm& comm, const ImportSpec& spec, const ImportInput& input,
                    const ImportSink& sink, const ImportContext& context) {
   // The counts, then for each token type (by its enum value) the ranks that wrote shards of it.
-  constexpr size_t kCounts = 4, kTypes = 8;
-  std::vector<uint64_t> totals = {sink.docs(), sink.tokens(), sink.shards(), context.eos_removed};
+  constexpr size_t kCounts = 5, kTypes = 8;
+  std::vector<uint64_t> totals = {sink.docs(), sink.tokens(), sink.shards(), context.eos_removed,
+                                  context.eos_kept};
   totals.resize(kCounts + kTypes);
   for (TokenType t : sink.types()) totals[kCounts + static_cast<size_t>(t)] = 1;
   comm.SumInPlace(totals);
@@ -123,6 +165,7 @@ ImportStats Totals(const mpi::Comm& comm, const ImportSpec& spec, const ImportIn
           .tokens = totals[1],
           .shards = totals[2],
           .eos_removed = totals[3],
+          .eos_kept = totals[4],
           .token_type = TokenTypesLabel(types)};
 }
 
@@ -152,20 +195,15 @@ void ImportSpec::Validate() const {
                     out, name));
   }
   if (shard_tokens == 0) problems.push_back("--shard-tokens must be at least 1");
-  if (vocab_size && (*vocab_size == 0 || *vocab_size > kMaxTokenId)) {
-    problems.push_back(fmt::format("--vocab-size {} must be in [1, 2^63 - 1]", *vocab_size));
+  if (vocab_size && *vocab_size == 0) {
+    problems.push_back("--vocab-size 0: a vocabulary holds at least one id (every token id must "
+                       "be below --vocab-size)");
+  } else if (vocab_size && *vocab_size > kMaxTokenId) {
+    problems.push_back(fmt::format("--vocab-size {} is above 2^63 - 1, the largest id stoker "
+                                   "reads",
+                                   *vocab_size));
   }
-  const char* eos_flag = format == ImportFormat::kMegatron ? "--eod-id" : "--eos-id";
-  if (eos_id && *eos_id > kMaxTokenId) {
-    problems.push_back(fmt::format("{} {} is above 2^63 - 1", eos_flag, *eos_id));
-  }
-  if (eos_id && vocab_size && *eos_id >= *vocab_size) {
-    problems.push_back(
-        fmt::format("{} {} is not below --vocab-size {}", eos_flag, *eos_id, *vocab_size));
-  }
-  if (format == ImportFormat::kNpy && !eos_id) {
-    problems.push_back("--eos-id is required: it is where the token files' documents end");
-  }
+  EndOfDocumentProblems(*this, &problems);
   if (format == ImportFormat::kMds && column.empty()) {
     problems.push_back("--column must name the column holding the token ids");
   }

@@ -17,6 +17,9 @@ from import_checks import (INT64_MAX, assert_documents, import_fails, import_ok,
                            megatron_documents, patch, random_tokens, read_dataset, truncate)
 
 MEGATRON_DTYPES = ["uint8", "int8", "int16", "int32", "int64", "uint16"]
+# Megatron documents imported whole, with eos_id 1 recorded for the loader to append (a Megatron
+# import takes --eod-id or --eos-id: test_end_of_document.py).
+WHOLE = ["--eos-id", 1]
 
 
 # Megatron --------------------------------------------------------------------------------------
@@ -37,7 +40,7 @@ def test_megatron_every_dtype(run, tmp_path, dtype, ranks):
         formats.write_megatron(prefixes[-1], documents, dtype)
         expected += [joined(d, dtype) for d in documents]
     out = tmp_path / "corpus" / "web"
-    import_ok(run, ranks, "megatron", prefixes, out, "--shard-tokens", 50)
+    import_ok(run, ranks, "megatron", prefixes, out, *WHOLE, "--shard-tokens", 50)
     dataset = read_dataset(out, "megatron", ranks)
     assert_documents(dataset.documents, expected)
     assert dataset.dtypes == {np.dtype(dtype)}, f"{dataset.dtypes}, expected {dtype}"
@@ -56,7 +59,8 @@ def test_megatron_multimodal(run, tmp_path, ranks):
     formats.write_megatron(tmp_path / "plain", plain, "uint16")
     formats.write_megatron(tmp_path / "multimodal", multimodal, "uint16", multimodal=True)
     out = tmp_path / "corpus" / "mm"
-    import_ok(run, ranks, "megatron", [tmp_path / "multimodal", tmp_path / "plain"], out)
+    import_ok(run, ranks, "megatron", [tmp_path / "multimodal", tmp_path / "plain"], out,
+              *WHOLE)
     dataset = read_dataset(out, "megatron", ranks)
     assert_documents(dataset.documents, [joined(d, "uint16") for d in multimodal + plain])
     assert dataset.dtypes == {np.dtype("uint16")}
@@ -108,7 +112,7 @@ def test_megatron_narrow(run, tmp_path):
     documents[5] = [np.array([59999, 0], "int64")]
     formats.write_megatron(tmp_path / "wide", documents, "int64")
     out = tmp_path / "corpus" / "narrow"
-    import_ok(run, 2, "megatron", [tmp_path / "wide"], out, "--narrow")
+    import_ok(run, 2, "megatron", [tmp_path / "wide"], out, *WHOLE, "--narrow")
     dataset = read_dataset(out, "megatron", 2)
     assert_documents(dataset.documents, [joined(d, "int64") for d in documents])
     for dtype in dataset.dtypes:
@@ -127,7 +131,7 @@ def test_megatron_prefixes_without_tokens(run, tmp_path):
     formats.write_megatron(tmp_path / "b", last, "int32")
     out = tmp_path / "corpus" / "sparse"
     prefixes = [tmp_path / p for p in ["a", "none", "empties", "b"]]
-    import_ok(run, 2, "megatron", prefixes, out)
+    import_ok(run, 2, "megatron", prefixes, out, *WHOLE)
     dataset = read_dataset(out, "megatron", 2)
     expected = [joined(d, "int32") for d in first + [[], [], []] + last]
     assert_documents(dataset.documents, expected)
@@ -190,7 +194,8 @@ def test_megatron_broken_input(run, tmp_path, case, ranks):
     formats.write_megatron(good, megatron_documents(rng, "int16", 10), "int16")
     formats.write_megatron(broken, BROKEN_DOCUMENTS, "int16")
     BREAKS[case](broken)
-    output = import_fails(run, ranks, "megatron", [good, broken], tmp_path / "corpus" / "web")
+    output = import_fails(run, ranks, "megatron", [good, broken], tmp_path / "corpus" / "web",
+                          *WHOLE)
     assert "broken.idx" in output or "broken.bin" in output, (
         f"the error names neither broken.idx nor broken.bin:\n{output}")
     if case == "fairseq_magic":
@@ -209,29 +214,29 @@ def test_force(run, tmp_path, ranks):
     formats.write_megatron(tmp_path / "old", old, "uint16")
     formats.write_megatron(tmp_path / "new", new, "uint16")
     out = tmp_path / "corpus" / "web"
-    import_ok(run, ranks, "megatron", [tmp_path / "old"], out, "--shard-tokens", 50)
+    import_ok(run, ranks, "megatron", [tmp_path / "old"], out, *WHOLE, "--shard-tokens", 50)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     assert len(before) > 2
-    rc, output = run("import", "megatron", tmp_path / "new", "--out", out, ranks=ranks)
+    rc, output = run("import", "megatron", tmp_path / "new", *WHOLE, "--out", out, ranks=ranks)
     assert rc != 0, f"an import replaced {out} without --force:\n{output}"
     assert "--force" in output, f"the refusal does not mention --force:\n{output}"
     after = {p.name: p.read_bytes() for p in out.iterdir()}
     assert after == before, f"a refused import changed {out}: {sorted(after)}"
-    import_ok(run, ranks, "megatron", [tmp_path / "new"], out, "--force")
+    import_ok(run, ranks, "megatron", [tmp_path / "new"], out, *WHOLE, "--force")
     dataset = read_dataset(out, "megatron", ranks)
     assert_documents(dataset.documents, [joined(d, "uint16") for d in new])
 
 
 def test_refusals_that_protect_the_data(run, tmp_path):
     """What an operator can get wrong is refused before anything is written, once, naming what
-    is wrong: inputs that hold no document (at 2 ranks: one error, no MPI_Abort, nothing left
-    behind); --force onto a folder that holds the inputs (the import would delete them); a
+    is wrong: inputs that hold no document (at 2 ranks: one error naming the input, no
+    MPI_Abort, nothing left behind); --force onto a folder that holds the inputs (the import would delete them); a
     Megatron prefix whose index has no document but whose .bin has tokens (they would be lost);
     an --eos-id the token type cannot hold (no document would ever end)."""
     empty = tmp_path / "empty"
     formats.write_megatron(empty, [], "uint16")
-    output = import_fails(run, 2, "megatron", [empty], tmp_path / "corpus" / "none",
-                          names=["no documents"])
+    output = import_fails(run, 2, "megatron", [empty], tmp_path / "corpus" / "none", *WHOLE,
+                          names=["no documents", str(empty)])
     assert output.count("no documents") == 1 and "MPI_ABORT" not in output, output
 
     inside = tmp_path / "corpus" / "web"
@@ -249,13 +254,29 @@ def test_refusals_that_protect_the_data(run, tmp_path):
         f.seek(9 + 8 + 1 + 8)
         f.write(np.uint64(1).tobytes())
         f.truncate(9 + 8 + 1 + 8 + 8 + 12 * 1 + 8 * 1)
-    import_fails(run, 1, "megatron", [lost], tmp_path / "corpus" / "lost",
+    import_fails(run, 1, "megatron", [lost], tmp_path / "corpus" / "lost", *WHOLE,
                  names=["lost.idx", "not from 0 to the sequence count 1"])
 
     wide = tmp_path / "wide.bin"
     formats.write_tokens(wide, np.array([1, 2, 3], dtype=np.uint16), "uint16")
     import_fails(run, 1, "npy", [wide], tmp_path / "corpus" / "wide", "--eos-id", 100257,
                  "--dtype", "uint16", names=["--eos-id 100257 cannot occur"])
+
+
+def test_plain_messages_for_empty_inputs_and_vocab_size_zero(run, tmp_path):
+    """Empty token files (0 bytes) are refused naming each; --vocab-size 0 is refused in words,
+    naming the option and the value, not as a range of floating-point numbers."""
+    files = [tmp_path / "empty-a.bin", tmp_path / "empty-b.bin"]
+    for f in files:
+        f.write_bytes(b"")
+    output = import_fails(run, 2, "npy", files, tmp_path / "corpus" / "none", "--eos-id", 0,
+                          "--dtype", "uint16", names=["no documents", *map(str, files)])
+    assert output.count("no documents") == 1, output
+    formats.write_tokens(tmp_path / "a.bin", [1, 2, 0, 3], "uint16")
+    output = import_fails(run, 1, "npy", [tmp_path / "a.bin"], tmp_path / "corpus" / "v",
+                          "--eos-id", 0, "--dtype", "uint16", "--vocab-size", 0,
+                          names=["--vocab-size 0: a vocabulary holds at least one id"])
+    assert "0.000000" not in output and output.count("--vocab-size 0") == 1, output
 
 
 # OLMo / Dolma token files ----------------------------------------------------------------------
