@@ -23,7 +23,7 @@ ratio() { py "f'{float(a[0]) / float(a[1]):.2f}'" "$@"; }
 import_rate() { sed -n 's/.*(\([0-9.]*\) MB\/s over.*/\1/p' | tail -1; }
 
 declare -A files args
-files[megatron]="$dir/megatron.bin $dir/megatron.idx" args[megatron]="megatron $dir/megatron"
+files[megatron]="$dir/megatron.bin $dir/megatron.idx" args[megatron]="megatron $dir/megatron --eos-id 0"
 files[npy]="$dir/tokens.npy" args[npy]="npy $dir/tokens.npy --eos-id 0 --dtype uint32"
 files[mds]="$dir/mds/shard.*" args[mds]="mds $dir/mds"
 files[mds-zstd]="$dir/mds-zstd/shard.*" args[mds-zstd]="mds $dir/mds-zstd"

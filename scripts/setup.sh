@@ -19,6 +19,9 @@ packages=(
   libtomlplusplus-dev
   # zstd: `stoker import mds` of compressed MDS shards; python3-zstandard: the tests' MDS writer.
   libzstd-dev python3-zstandard
+  # OpenSSL's libcrypto: the md5, sha* and blake2* hashes an MDS index lists (`stoker import
+  # mds`); python3-xxhash: the tests' MDS writer lists xxh* hashes as MDSWriter does.
+  libssl-dev python3-xxhash
   libgtest-dev libbenchmark-dev
   # fio: the random-read figures of `bench_loader --mode cold` (O_DIRECT, queue depth 1 and 32).
   fio

@@ -2,17 +2,11 @@
 // submitted twice) would set aside or overwrite each other's step folders and leave steps whose
 // rank files come from two runs; the second is refused instead, at start-up, naming the first.
 //
-// LockCheckpointFolder is collective: rank 0 creates CHECKPOINT_DIR/.stoker-lock and takes an
-// open-file-description lock on it (fcntl F_OFD_SETLK, a write lock on the whole file), which it
-// holds until the process ends: the kernel (and over NFS the server) releases it when the
-// process dies, however it dies, so a killed job never leaves a stale lock. The holder writes
-// who it is into the file (host, pid, Slurm job, start time); a run that finds the lock taken
-// reads that for its message. Locking the same folder again in the same process is a no-op.
-//
-// Where the lock works: local file systems; NFS (v3 through the lock manager, v4 natively; not
-// with the `nolock` mount option), Lustre mounted with `flock` (with `localflock` the lock only
-// sees runs on the same node), GPFS, BeeGFS. Where the file system refuses locks (ENOLCK,
-// EOPNOTSUPP), the run is refused saying so (docs/operations.md).
+// LockCheckpointFolder is collective: rank 0 takes the lock on CHECKPOINT_DIR/.stoker-lock
+// (os/file_lock.h: released by the kernel when the process dies, however it dies, so a killed job
+// never leaves a stale lock; the holder writes who it is there) and holds it until the process
+// ends. Locking the same folder again in the same process is a no-op. Where the file system
+// refuses locks, the run is refused saying so (docs/operations.md).
 #pragma once
 
 #include <string>

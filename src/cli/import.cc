@@ -26,6 +26,28 @@ std::map<std::string, TokenType> TypeNames() {
   return names;
 }
 
+// What became of the end-of-document id, and what looks like the wrong choice of it.
+void LogEndOfDocument(const ImportSpec& spec, const ImportStats& stats) {
+  const char* format = ImportFormatName(spec.format);
+  const std::optional<uint64_t> eos = spec.RecordedEosId();
+  if (spec.format == ImportFormat::kNpy || spec.eod_id) {
+    spdlog::info("import {}: {} documents ended in eos id {}, which was removed (eos_id {} is "
+                 "recorded: the loader puts it back at every document's end)",
+                 format, stats.eos_removed, *eos, *eos);
+  }
+  if (spec.eod_id && stats.eos_removed == 0 && stats.documents > 0) {
+    spdlog::warn("import {}: none of the {} documents ends in --eod-id {}: is it the id the data "
+                 "was made with? The loader appends it to every document",
+                 format, stats.documents, *spec.eod_id);
+  }
+  if (stats.eos_kept > 0) {
+    spdlog::warn("import {}: {} of {} documents already end in --eos-id {}, and the loader "
+                 "appends it to every document: they will end in it twice. If the data was made "
+                 "with --append-eod, import it with --eod-id {} instead",
+                 format, stats.eos_kept, stats.documents, *spec.eos_id, *spec.eos_id);
+  }
+}
+
 int RunImport(ImportSpec spec, const mpi::Comm& world) {
   std::optional<Progress> progress;
   spec.on_progress = [&](uint64_t done, uint64_t total) {
@@ -43,11 +65,19 @@ int RunImport(ImportSpec spec, const mpi::Comm& world) {
       ImportFormatName(spec.format), stats.inputs, stats.input_bytes / 1e6, stats.documents,
       stats.tokens, stats.token_type, stats.shards, spec.out, seconds,
       seconds > 0 ? stats.input_bytes / 1e6 / seconds : 0.0, world.size());
-  if (spec.eos_id && spec.format != ImportFormat::kMds) {
-    spdlog::info(
-        "import {}: {} documents ended in eos id {}, which was removed (eos_id {} is "
-        "recorded: the loader puts it back at every document's end)",
-        ImportFormatName(spec.format), stats.eos_removed, *spec.eos_id, *spec.eos_id);
+  LogEndOfDocument(spec, stats);
+  return 0;
+}
+
+// `stoker import --remove-leftovers DIR/NAME`.
+int RunRemoveLeftovers(const std::string& out, const mpi::Comm& world) {
+  const std::vector<std::string> removed = RemoveImportLeftovers(world, out);
+  for (const std::string& leftover : removed) {
+    spdlog::info("import: removed {}, left by an import into {} that did not finish", leftover,
+                 out);
+  }
+  if (removed.empty()) {
+    spdlog::info("import: nothing to remove: no import into {} left anything behind", out);
   }
   return 0;
 }
@@ -57,7 +87,9 @@ void AddCommonOptions(CLI::App* sub, ImportSpec* spec) {
   sub->add_option("--out", spec->out,
                   "Dataset folder DIR/NAME to write; must be empty or missing unless --force. "
                   "Written as DIR/.NAME.import and renamed when every rank is done: a failed "
-                  "import leaves nothing behind")
+                  "import leaves nothing behind. DIR/.NAME.lock keeps other imports into "
+                  "DIR/NAME out meanwhile; what a killed import leaves is removed by the next "
+                  "(or by stoker import --remove-leftovers DIR/NAME)")
       ->required();
   sub->add_option("--shard-tokens", spec->shard_tokens,
                   "Tokens per shard (suffixes K, M, G = 10^3, 10^6, 10^9); a longer document gets "
@@ -67,8 +99,7 @@ void AddCommonOptions(CLI::App* sub, ImportSpec* spec) {
           CLI::AsNumberWithUnit::CASE_SENSITIVE))
       ->capture_default_str();
   sub->add_option("--vocab-size", spec->vocab_size,
-                  "Every id must be below it; recorded as the shards' vocab_size")
-      ->check(CLI::PositiveNumber);
+                  "Every id must be below it; recorded as the shards' vocab_size");
   sub->add_flag("--narrow", spec->narrow,
                 "Store each shard as uint16, uint32 or uint64, whichever holds its ids (or "
                 "--vocab-size), when that is no wider than the input's type (default: the "
@@ -96,17 +127,30 @@ Command SetupImport(CLI::App& app) {
       "Writes one dataset folder of shards, DIR/NAME/part-RRRRR-KKKKK.h5: documents in input "
       "order, tokens in the input's own type, each shard's `source` attribute naming the input "
       "files. Every input is checked as strictly as `stoker verify` checks shards; a bad one is "
-      "one error naming the file. Under mpirun the ranks split the input by bytes.");
-  import->require_subcommand(1);
+      "one error naming the file. Under mpirun the ranks split the input by bytes. One import "
+      "at a time writes DIR/NAME: a second is refused, naming the first.");
+  import->require_subcommand(0, 1);
+  auto leftovers = std::make_shared<std::string>();
+  import->add_option("--remove-leftovers", *leftovers,
+                     "Remove what an import into DIR/NAME that did not finish (killed, its node "
+                     "lost) left beside it: DIR/.NAME.import, its staging folder (and "
+                     "DIR/.NAME.replaced beside a new DIR/NAME), naming each; import nothing. "
+                     "Refused while an import into DIR/NAME runs. The next import into "
+                     "DIR/NAME removes them too")
+      ->type_name("DIR/NAME");
   CLI::App* megatron = AddFormat(
       import, "megatron",
       "Megatron-LM indexed datasets: PREFIX.idx + PREFIX.bin, as tools/preprocess_data.py "
       "writes them. A document is a Megatron document (all its sequences).",
       ImportFormat::kMegatron, spec, "Dataset prefixes (PREFIX, PREFIX.idx or PREFIX.bin)");
-  megatron->add_option("--eod-id", spec->eos_id,
-                       "The end-of-document id Megatron's --append-eod added: a document ending "
-                       "in it loses that token, and it becomes the shards' eos_id (the loader "
-                       "puts it back)");
+  megatron->add_option("--eod-id", spec->eod_id,
+                       "The end-of-document id Megatron's --append-eod ended each document with "
+                       "(the tokenizer's EOD id; GPT-2's is 50256): a document ending in it "
+                       "loses that token, and it becomes the shards' eos_id (the loader puts it "
+                       "back). One of --eod-id and --eos-id is required");
+  megatron->add_option("--eos-id", spec->eos_id,
+                       "For data made without --append-eod: documents are kept whole, and this "
+                       "id becomes the shards' eos_id, the one the loader appends to each");
   CLI::App* npy = AddFormat(
       import, "npy",
       "OLMo / Dolma token files: headerless token arrays (or real .npy files) whose documents "
@@ -135,7 +179,18 @@ Command SetupImport(CLI::App& app) {
       ->transform(
           CLI::CheckedTransformer(TypeNames()).description("uint8 ... uint64, int8 ... int64"));
   mds->add_option("--eos-id", spec->eos_id, "Recorded as the shards' eos_id (nothing removed)");
-  return {import, [options](const mpi::Comm& world) { return RunImport(*options, world); }};
+  import->callback([import, leftovers] {
+    if (leftovers->empty() && import->get_subcommands().empty()) {
+      throw CLI::RequiredError("a format (megatron, npy or mds) or --remove-leftovers");
+    }
+    if (!leftovers->empty() && !import->get_subcommands().empty()) {
+      throw CLI::ValidationError("--remove-leftovers", "imports nothing: give it without a format");
+    }
+  });
+  return {import, [options, leftovers](const mpi::Comm& world) {
+            return leftovers->empty() ? RunImport(*options, world)
+                                      : RunRemoveLeftovers(*leftovers, world);
+          }};
 }
 
 }  // namespace stoker::cli

@@ -15,9 +15,11 @@
 //
 // ImportDataset is collective. The ranks split the input by bytes: rank r imports the documents
 // (MDS: the shards) that start in the r-th of W equal parts of the input's bytes, so each rank
-// reads about as much, and path order is input order. Everything is written into a hidden
-// folder beside OUT (DIR/.NAME.import, which discovery ignores) and renamed to OUT when every
-// rank has succeeded: a failure, or a crash, leaves no half-written dataset behind.
+// reads about as much, and path order is input order. Rank 0 holds the lock of OUT for the whole
+// import (a second import into OUT is refused on every rank, naming the first); everything is
+// written into a hidden folder beside OUT (DIR/.NAME.import, which discovery ignores) and
+// renamed to OUT when every rank has succeeded: a failure leaves no half-written dataset behind,
+// and what a crash leaves is removed by the next import into OUT (import/import_output.h).
 #pragma once
 
 #include <cstdint>
@@ -40,9 +42,11 @@ struct ImportSpec {
   ImportFormat format = ImportFormat::kMegatron;
   std::vector<std::string> inputs;  // prefixes, token files or MDS folders, imported in order
   std::string out;                  // the dataset folder DIR/NAME
-  // Megatron --eod-id and npy --eos-id: the end-of-document id, recorded as the shards' eos_id.
-  // Megatron: a document ending in it loses that token; npy: documents end at each one (which
-  // is removed). MDS: recorded only.
+  // The end-of-document id, recorded as the shards' eos_id (the id the loader appends to every
+  // document). Megatron takes exactly one of the two: --eod-id (a document ending in it loses
+  // that token) or --eos-id (documents stay whole); stoker does not guess one. npy: --eos-id,
+  // required (documents end at each one, which is removed). MDS: --eos-id, recorded only.
+  std::optional<uint64_t> eod_id;
   std::optional<uint64_t> eos_id;
   // npy: the type of headerless files. MDS: the element type of a `bytes` column (int64, as
   // llm-foundry writes it, by default).
@@ -58,6 +62,8 @@ struct ImportSpec {
   // Throws one ConfigError listing every problem of the spec (the memory a shard takes is
   // checked once the input's type is known).
   void Validate() const;
+  // The id recorded as the shards' eos_id: --eod-id or --eos-id.
+  std::optional<uint64_t> RecordedEosId() const { return eod_id ? eod_id : eos_id; }
 };
 
 // What an import wrote, summed over all ranks.
@@ -68,10 +74,16 @@ struct ImportStats {
   uint64_t tokens = 0;
   uint64_t shards = 0;
   uint64_t eos_removed = 0;  // documents whose final eos_id was removed
+  uint64_t eos_kept = 0;     // documents that end in the --eos-id and keep it (Megatron)
   std::string token_type;    // of the shards: "uint16", or "mixed(uint8,uint16)" with --narrow
 };
 
 // Collective over `comm` (see the top of this file). Throws the same error on every rank.
 ImportStats ImportDataset(const mpi::Comm& comm, const ImportSpec& spec);
+
+// Collective: removes what imports into `out` that did not finish left beside it, once no
+// import into `out` runs, and returns each removed folder as "PATH (SIZE)" (none: nothing was
+// left). Throws the same error on every rank: ConfigError naming the running import.
+std::vector<std::string> RemoveImportLeftovers(const mpi::Comm& comm, const std::string& out);
 
 }  // namespace stoker

@@ -125,6 +125,7 @@ struct ImportContext {
   TokenChecker* checker = nullptr;
   std::function<void(uint64_t bytes)> on_read;  // progress: bytes read from the inputs
   uint64_t eos_removed = 0;                     // documents whose final eos_id the reader removed
+  uint64_t eos_kept = 0;  // documents that end in the eos_id and keep it (Megatron --eos-id)
 
   // Feeds the tokens of `reader`'s bytes [begin, end) to the sink as one document (its length is
   // (end - begin) / token size), [position, end_position) of input `input`, checking every
@@ -159,6 +160,8 @@ class ImportInput {
   // input it gives count ("documents", "token positions", "samples": docs/format.md).
   virtual std::vector<SourceFile> Sources() const = 0;
   virtual const char* positions() const = 0;
+  // What the user should hear that is not an error (MDS: hash kinds it does not check).
+  virtual std::vector<std::string> Warnings() const { return {}; }
 };
 
 }  // namespace stoker

@@ -1,7 +1,5 @@
 #include "import/mds_input.h"
 
-#include <zstd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -9,29 +7,12 @@
 
 #include "base/check.h"
 #include "core/token_type.h"
+#include "import/hex_digest.h"
+#include "import/mds_shard.h"
 
 namespace stoker {
 
 namespace {
-
-// How the column's values are laid out in a sample (the MDS `ndarray` and `bytes` encodings).
-struct ColumnCoding {
-  std::string text;               // as index.json says it
-  std::optional<TokenType> type;  // nullopt: a type code leads each sample (plain `ndarray`)
-  bool shape_in_sample = false;   // `ndarray` without a fixed shape: ndim and shape lead
-};
-
-// One MDS shard as index.json describes it.
-struct MdsShard {
-  std::string index;  // the index.json naming it, for messages
-  std::string path;   // the file to read (the compressed one when compressed)
-  uint64_t stored_bytes = 0, raw_bytes = 0, samples = 0;
-  bool zstd = false;
-  std::vector<std::optional<uint64_t>> column_sizes;  // nullopt: sized in each sample
-  size_t column = 0;                                  // the token column's index
-  ColumnCoding coding;
-  uint64_t first_byte = 0;  // of the whole input's stored bytes
-};
 
 std::optional<TokenType> NdarrayType(uint8_t code) {
   switch (code) {
@@ -95,6 +76,21 @@ T Field(const nlohmann::json& object, const char* key, const std::string& where)
   }
 }
 
+// The "hashes" of a raw_data or zip_data entry ({} when it has none).
+MdsHashes Hashes(const nlohmann::json& file, const std::string& where) {
+  MdsHashes hashes;
+  if (!file.contains("hashes") || file.at("hashes").is_null()) return hashes;
+  const auto listed = Field<nlohmann::json>(file, "hashes", where);
+  STOKER_CHECK(listed.is_object(), DataError, "{}: \"hashes\" is {}, not {{kind: digest}}", where,
+               listed.dump());
+  for (const auto& [kind, digest] : listed.items()) {
+    STOKER_CHECK(digest.is_string(), DataError, "{}: the {} hash is {}, not a hex digest", where,
+                 kind, digest.dump());
+    hashes.emplace(kind, digest.get<std::string>());
+  }
+  return hashes;
+}
+
 // The shards index.json lists in `folder`, checked against the files beside it.
 std::vector<MdsShard> ReadIndex(const std::string& folder, const std::string& column,
                                 std::optional<TokenType> bytes_dtype) {
@@ -150,27 +146,11 @@ std::vector<MdsShard> ReadIndex(const std::string& folder, const std::string& co
     shard.path =
         (std::filesystem::path(folder) / Field<std::string>(stored, "basename", where)).string();
     shard.stored_bytes = Field<uint64_t>(stored, "bytes", where);
+    shard.stored_hashes = Hashes(stored, where + (shard.zstd ? ", zip_data" : ", raw_data"));
+    if (shard.zstd) shard.raw_hashes = Hashes(raw, where + ", raw_data");
     shards.push_back(std::move(shard));
   }
   return shards;
-}
-
-// A shard's bytes, decompressed, checked against index.json.
-std::vector<std::byte> LoadShard(const MdsShard& shard) {
-  const InputFile file(shard.path);
-  STOKER_CHECK(file.size() == shard.stored_bytes, DataError,
-               "{} is {} bytes, but {} says {}: truncated or rewritten", shard.path, file.size(),
-               shard.index, shard.stored_bytes);
-  std::vector<std::byte> stored(file.size());
-  file.Read(0, stored.size(), stored.data(), "the shard");
-  if (!shard.zstd) return stored;
-  std::vector<std::byte> raw(shard.raw_bytes);
-  const size_t n = ZSTD_decompress(raw.data(), raw.size(), stored.data(), stored.size());
-  STOKER_CHECK(!ZSTD_isError(n), DataError, "{}: zstd cannot decompress it: {}", shard.path,
-               ZSTD_getErrorName(n));
-  STOKER_CHECK(n == shard.raw_bytes, DataError, "{} decompresses to {} bytes, but {} says {}",
-               shard.path, n, shard.index, shard.raw_bytes);
-  return raw;
 }
 
 // Reads little-endian integers of a shard's bytes, every read checked against its end.
@@ -281,6 +261,23 @@ class MdsInput : public ImportInput {
       if (context->on_read) context->on_read(shards_[i].stored_bytes);
       ImportShard(shards_[i], i, bytes, context);
     }
+  }
+
+  std::vector<std::string> Warnings() const override {
+    std::vector<std::string> kinds;
+    const MdsShard* first = nullptr;
+    for (const MdsShard& s : shards_) {
+      for (const std::string& kind : UncheckedHashKinds(s)) {
+        if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) continue;
+        kinds.push_back(kind);
+        if (first == nullptr) first = &s;
+      }
+    }
+    if (kinds.empty()) return {};
+    return {
+        fmt::format("{} lists hashes of a kind stoker does not compute, not checked: {} "
+                    "(stoker checks {})",
+                    first->index, fmt::join(kinds, ", "), HexDigestKinds())};
   }
 
   std::vector<SourceFile> Sources() const override {

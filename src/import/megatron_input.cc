@@ -135,8 +135,8 @@ void CheckEnds(const Prefix& p) {
 
 class MegatronInput : public ImportInput {
  public:
-  MegatronInput(std::vector<Prefix> prefixes, std::optional<int64_t> eod_id)
-      : prefixes_(std::move(prefixes)), eod_id_(eod_id) {
+  MegatronInput(std::vector<Prefix> prefixes, std::optional<int64_t> end_id, bool strip)
+      : prefixes_(std::move(prefixes)), end_id_(end_id), strip_(strip) {
     for (Prefix& p : prefixes_) {
       p.first_doc = units_;
       p.first_byte = bytes_;
@@ -210,15 +210,17 @@ class MegatronInput : public ImportInput {
       const uint64_t j = j0 + k;
       const uint64_t begin = starts[docs[k] - s0];
       uint64_t end = starts[docs[k + 1] - s0];
-      if (eod_id_ && end > begin) {
+      if (end_id_ && end > begin) {
         reader->Piece(begin, 1);  // the chunk that holds the document's start, where reading goes
         int64_t last = 0;
         std::byte raw[8];
         reader->Copy(end - p.item, p.item, raw);
         WidenTokens(p.type, raw, 1, &last);
-        if (last == *eod_id_) {
+        if (last == *end_id_ && strip_) {
           end -= p.item;
           ++context->eos_removed;
+        } else if (last == *end_id_) {
+          ++context->eos_kept;
         }
       }
       context->FeedDocument(reader, begin, end, input, j, j + 1, [&](uint64_t t) {
@@ -259,14 +261,15 @@ class MegatronInput : public ImportInput {
   }
 
   std::vector<Prefix> prefixes_;
-  std::optional<int64_t> eod_id_;
+  std::optional<int64_t> end_id_;
+  bool strip_;
   uint64_t units_ = 0, bytes_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<ImportInput> OpenMegatronInput(const std::vector<std::string>& inputs,
-                                               std::optional<int64_t> eod_id) {
+                                               std::optional<int64_t> end_id, bool strip) {
   std::vector<Prefix> prefixes;
   for (const std::string& input : inputs) {
     prefixes.emplace_back(PrefixOf(input));
@@ -278,10 +281,10 @@ std::unique_ptr<ImportInput> OpenMegatronInput(const std::vector<std::string>& i
                   prefixes.front().type);
   }
   const auto& first = prefixes.front();
-  STOKER_CHECK(!eod_id || static_cast<uint64_t>(*eod_id) <= LargestTokenId(first.type), ConfigError,
-               "--eod-id {} cannot occur in {}: its tokens are {}", *eod_id, first.idx.path(),
-               TokenTypeName(first.type));
-  return std::make_unique<MegatronInput>(std::move(prefixes), eod_id);
+  STOKER_CHECK(!end_id || !strip || static_cast<uint64_t>(*end_id) <= LargestTokenId(first.type),
+               ConfigError, "--eod-id {} cannot occur in {}: its tokens are {}", *end_id,
+               first.idx.path(), TokenTypeName(first.type));
+  return std::make_unique<MegatronInput>(std::move(prefixes), end_id, strip);
 }
 
 }  // namespace stoker

@@ -15,7 +15,9 @@
 // and every token (never negative). A rank reads the index of its own documents only, in
 // blocks, and the .bin in large sequential reads.
 //
-// `eod_id` (Megatron's --append-eod): a document whose last token is it loses that token.
+// `end_id`: the id Megatron's --append-eod ends each document with. With `strip` (--eod-id) a
+// document whose last token is it loses that token; without (--eos-id) documents stay whole and
+// those that end in it are counted.
 // Several prefixes are imported one after the other into one dataset; they must share a dtype.
 #pragma once
 
@@ -32,6 +34,6 @@ namespace stoker {
 // Opens and checks every prefix's header (a PREFIX.idx or PREFIX.bin given is taken as PREFIX).
 // Throws DataError or ConfigError naming the file.
 std::unique_ptr<ImportInput> OpenMegatronInput(const std::vector<std::string>& prefixes,
-                                               std::optional<int64_t> eod_id);
+                                               std::optional<int64_t> end_id, bool strip);
 
 }  // namespace stoker

@@ -1,5 +1,6 @@
 """Writers of the foreign formats `stoker import` reads, written from the formats' descriptions
-with NumPy alone (and `zstandard` for compressed MDS shards), independent of stoker's code:
+with NumPy alone (`zstandard` for compressed MDS shards, hashlib and `xxhash` for the hashes an
+MDS index lists), independent of stoker's code:
 
 - Megatron-LM's indexed dataset (PREFIX.bin + PREFIX.idx, as its IndexedDatasetBuilder writes),
 - OLMo/Dolma token files (a raw little-endian array, or a .npy file),
@@ -171,14 +172,27 @@ def mds_shard_bytes(columns, samples) -> bytes:
             + b"".join(encoded))
 
 
+def mds_hashes(data: bytes, kinds) -> dict:
+    """{kind: hex digest} of `data` for each hash kind, as MDSWriter lists them: Python's
+    hashlib names (md5, sha1, sha256, blake2b, sha3_256, ...) and xxhash's (xxh32, xxh64,
+    xxh3_64, xxh128, xxh3_128)."""
+    import hashlib
+    import xxhash
+    return {k: (getattr(xxhash, k) if k.startswith("xxh") else getattr(hashlib, k))(data)
+            .hexdigest() for k in kinds}
+
+
 def write_mds(folder, samples, column: str, encoding: str, compression=None,
-              extra_columns: bool = True, samples_per_shard: int = 4) -> list:
+              extra_columns: bool = True, samples_per_shard: int = 4, hashes=(),
+              content_size: bool = True) -> list:
     """An MDS folder as MDSWriter writes it: index.json (version 2) and shard.00000.mds, ...,
     `samples_per_shard` samples each; with compression "zstd" or "zstd:LEVEL" each shard is
     shard.NNNNN.mds.zstd, the raw shard compressed as one zstd frame. `samples` are the values of
     `column` (token arrays for ndarray encodings, bytes for `bytes`). With `extra_columns` each
     sample also has `id` (str), `n` (int) and `url` (str), so that a reader must skip columns
-    before and after the one it wants. Returns the shard files' paths."""
+    before and after the one it wants. `hashes`: the hash kinds index.json lists for every
+    file (raw_data: of the raw shard; zip_data: of the compressed file). Without `content_size`
+    the zstd frame does not say how many bytes it holds. Returns the shard files' paths."""
     os.makedirs(folder, exist_ok=True)
     columns = {column: encoding}
     if extra_columns:
@@ -206,15 +220,18 @@ def write_mds(folder, samples, column: str, encoding: str, compression=None,
             import zstandard
             assert compression == "zstd" or compression.startswith("zstd:"), compression
             level = int(compression.split(":")[1]) if ":" in compression else 3
-            packed = zstandard.ZstdCompressor(level=level).compress(raw)
+            packed = zstandard.ZstdCompressor(level=level, write_content_size=content_size)\
+                .compress(raw)
             paths.append(os.path.join(folder, basename + ".zstd"))
             with open(paths[-1], "wb") as out:
                 out.write(packed)
-            zip_data = {"basename": basename + ".zstd", "bytes": len(packed), "hashes": {}}
+            zip_data = {"basename": basename + ".zstd", "bytes": len(packed),
+                        "hashes": mds_hashes(packed, hashes)}
         shards.append({"column_encodings": encodings, "column_names": names,
                        "column_sizes": [mds_fixed_size(e) for e in encodings],
-                       "compression": compression, "format": "mds", "hashes": [],
-                       "raw_data": {"basename": basename, "bytes": len(raw), "hashes": {}},
+                       "compression": compression, "format": "mds", "hashes": list(hashes),
+                       "raw_data": {"basename": basename, "bytes": len(raw),
+                                    "hashes": mds_hashes(raw, hashes)},
                        "samples": len(part), "size_limit": MDS_SIZE_LIMIT, "version": 2,
                        "zip_data": zip_data})
     with open(os.path.join(folder, "index.json"), "w") as out:

@@ -6,167 +6,23 @@ must find the corpus clean. Each broken input must fail the import, name the fil
 leave nothing behind in DIR."""
 
 import json
-import os
-import re
 import struct
-from dataclasses import dataclass, field
 
-import h5py
 import numpy as np
 import pytest
 import zstandard
 
 import formats
+from import_checks import (INT64_MAX, assert_documents, import_fails, import_ok, joined,
+                           megatron_documents, patch, random_tokens, read_dataset, truncate)
 
-SHARD_NAME = re.compile(r"part-(\d{5})-(\d{5})\.h5")
-INT64_MAX = 2**63 - 1
 MEGATRON_DTYPES = ["uint8", "int8", "int16", "int32", "int64", "uint16"]
-
-
-# Running and reading ---------------------------------------------------------------------------
-
-def import_ok(run, ranks, fmt, inputs, out, *options) -> str:
-    """`$MPIRUN -np RANKS stoker import FMT INPUTS --out OUT OPTIONS` succeeds, `stoker verify`
-    finds OUT's corpus (its parent folder) clean, and no hidden folder is left beside OUT.
-    Returns the import's output."""
-    rc, output = run("import", fmt, *inputs, "--out", out, *options, ranks=ranks)
-    assert rc == 0, f"stoker import {fmt} failed at {ranks} ranks (exit {rc}):\n{output}"
-    rc, verified = run("verify", out.parent)
-    assert rc == 0, f"stoker verify {out.parent} (exit {rc}):\n{verified}\nimport:\n{output}"
-    hidden = [p.name for p in out.parent.iterdir() if p.name.startswith(".")]
-    assert not hidden, f"the import left {hidden} in {out.parent}:\n{output}"
-    return output
-
-
-def import_fails(run, ranks, fmt, inputs, out, *options, names=()) -> str:
-    """The import exits non-zero, its output holds every string of `names`, and nothing is left
-    behind (assert_nothing_left). Returns its output."""
-    rc, output = run("import", fmt, *inputs, "--out", out, *options, ranks=ranks)
-    assert rc != 0, f"stoker import {fmt} succeeded at {ranks} ranks:\n{output}"
-    for name in names:
-        assert name in output, f"the error does not name {name!r}:\n{output}"
-    assert_nothing_left(out, output)
-    return output
-
-
-def assert_nothing_left(out, output: str = "") -> None:
-    """A failed import into DIR/NAME leaves no DIR/NAME, no folder or file starting with '.' in
-    DIR and no part-*.h5 anywhere under DIR."""
-    assert not out.exists(), f"a failed import left {out}:\n{output}"
-    root = out.parent
-    if root.exists():
-        hidden = [p.name for p in root.iterdir() if p.name.startswith(".")]
-        assert not hidden, f"a failed import left {hidden} in {root}:\n{output}"
-        shards = [str(p) for p in root.rglob("part-*.h5")]
-        assert not shards, f"a failed import left shards {shards}:\n{output}"
-
-
-@dataclass
-class Dataset:
-    """A dataset folder as read back: its shards' names, their documents in order, token types
-    and attributes."""
-    names: list = field(default_factory=list)
-    documents: list = field(default_factory=list)
-    dtypes: set = field(default_factory=set)
-    attrs: list = field(default_factory=list)
-
-    def attribute(self, name):
-        """The value of an attribute every shard has, the same in all."""
-        values = {int(a[name]) if name in a else None for a in self.attrs}
-        assert len(values) == 1, f"shards differ in {name}: {values}"
-        return values.pop()
-
-
-def read_dataset(folder, fmt: str, ranks: int) -> Dataset:
-    """Every shard of a dataset folder written by `stoker import FMT` at RANKS ranks, in file
-    name order, each checked for the shard format (docs/format.md) and the import's names:
-    part-RRRRR-KKKKK.h5 with R < RANKS and each rank's K numbered from 0 with no gap."""
-    found = Dataset()
-    found.names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".h5"))
-    assert found.names, f"no shard in {folder}: {sorted(os.listdir(folder))}"
-    per_rank = {}
-    for name in found.names:
-        match = SHARD_NAME.fullmatch(name)
-        assert match, f"{name} is not named part-RRRRR-KKKKK.h5"
-        rank, k = int(match[1]), int(match[2])
-        assert rank < ranks, f"{name} names rank {rank} of {ranks}"
-        per_rank.setdefault(rank, []).append(k)
-    for rank, ks in per_rank.items():
-        assert ks == list(range(len(ks))), f"rank {rank}'s shards are numbered {ks}"
-    for name in found.names:
-        with h5py.File(folder / name, "r") as shard:
-            tokens = shard["tokens"][...]
-            offsets = shard["doc_offsets"][...]
-            attrs = dict(shard.attrs)
-        assert tokens.ndim == 1 and tokens.dtype.kind in "iu", (name, tokens.dtype)
-        assert offsets.dtype == np.uint64, (name, offsets.dtype)
-        assert len(offsets) >= 1 and offsets[0] == 0 and offsets[-1] == len(tokens), name
-        assert np.all(offsets[1:] >= offsets[:-1]), f"{name}: doc_offsets decrease"
-        assert int(attrs.get("stoker_format_version", -1)) == 1, (name, attrs)
-        source = attrs.get("source")
-        assert source is not None, f"{name} has no source attribute"
-        if isinstance(source, bytes):
-            source = source.decode("utf-8")
-        assert json.loads(str(source))["format"] == fmt, (name, source)
-        found.dtypes.add(tokens.dtype)
-        found.attrs.append(attrs)
-        found.documents += [tokens[offsets[i]:offsets[i + 1]] for i in range(len(offsets) - 1)]
-    return found
-
-
-def assert_documents(got, expected) -> None:
-    """The same documents in the same order, token by token (compared as int64)."""
-    for i, (g, e) in enumerate(zip(got, expected)):
-        g, e = np.asarray(g).astype(np.int64), np.asarray(e).astype(np.int64)
-        assert len(g) == len(e) and np.array_equal(g, e), (
-            f"document {i} of {len(expected)}: {len(g)} tokens {g[:8]}..., "
-            f"expected {len(e)} tokens {e[:8]}...")
-    assert len(got) == len(expected), f"{len(got)} documents, expected {len(expected)}"
-
-
-def random_tokens(rng, dtype: str, n: int, high=None, avoid=None) -> np.ndarray:
-    """n token ids in [0, high] (default: the dtype's largest, at most 2^63 - 1), none equal to
-    `avoid`."""
-    top = min(int(np.iinfo(dtype).max) if high is None else high, INT64_MAX)
-    values = rng.integers(0, top, size=n, dtype=np.int64, endpoint=True)
-    if avoid is not None:
-        values[values == avoid] = avoid - 1 if avoid > 0 else avoid + 1
-    return values.astype(dtype)
-
-
-def patch(path, at: int, new: bytes) -> None:
-    data = bytearray(path.read_bytes())
-    data[at:at + len(new)] = new
-    path.write_bytes(bytes(data))
-
-
-def truncate(path, by: int) -> None:
-    path.write_bytes(path.read_bytes()[:-by])
+# Megatron documents imported whole, with eos_id 1 recorded for the loader to append (a Megatron
+# import takes --eod-id or --eos-id: test_end_of_document.py).
+WHOLE = ["--eos-id", 1]
 
 
 # Megatron --------------------------------------------------------------------------------------
-
-def megatron_documents(rng, dtype: str, count: int, first_empty=False, last_empty=False):
-    """`count` Megatron documents of 0 to 3 sequences of 0 to 39 tokens, among them one with an
-    empty sequence between two others, one of a single empty sequence and one with the dtype's
-    extreme ids; optionally an empty document (no sequence) first and last."""
-    top = min(int(np.iinfo(dtype).max), INT64_MAX)
-    documents = [[random_tokens(rng, dtype, int(rng.integers(0, 40)))
-                  for _ in range(int(rng.integers(0, 4)))] for _ in range(count)]
-    documents[1] = [random_tokens(rng, dtype, 5), [], random_tokens(rng, dtype, 3)]
-    documents[2] = [[]]
-    documents[3] = [np.array([top, 0], dtype=dtype), np.array([top], dtype=dtype)]
-    if first_empty:
-        documents[0] = []
-    if last_empty:
-        documents[-1] = []
-    return documents
-
-
-def joined(document, dtype: str) -> np.ndarray:
-    """A Megatron document as stoker imports it: its sequences concatenated."""
-    return np.concatenate([np.asarray(s, dtype=dtype) for s in document] + [np.zeros(0, dtype)])
-
 
 @pytest.mark.parametrize("ranks", [1, 2, 4], ids=lambda r: f"np{r}")
 @pytest.mark.parametrize("dtype", MEGATRON_DTYPES)
@@ -184,7 +40,7 @@ def test_megatron_every_dtype(run, tmp_path, dtype, ranks):
         formats.write_megatron(prefixes[-1], documents, dtype)
         expected += [joined(d, dtype) for d in documents]
     out = tmp_path / "corpus" / "web"
-    import_ok(run, ranks, "megatron", prefixes, out, "--shard-tokens", 50)
+    import_ok(run, ranks, "megatron", prefixes, out, *WHOLE, "--shard-tokens", 50)
     dataset = read_dataset(out, "megatron", ranks)
     assert_documents(dataset.documents, expected)
     assert dataset.dtypes == {np.dtype(dtype)}, f"{dataset.dtypes}, expected {dtype}"
@@ -203,7 +59,8 @@ def test_megatron_multimodal(run, tmp_path, ranks):
     formats.write_megatron(tmp_path / "plain", plain, "uint16")
     formats.write_megatron(tmp_path / "multimodal", multimodal, "uint16", multimodal=True)
     out = tmp_path / "corpus" / "mm"
-    import_ok(run, ranks, "megatron", [tmp_path / "multimodal", tmp_path / "plain"], out)
+    import_ok(run, ranks, "megatron", [tmp_path / "multimodal", tmp_path / "plain"], out,
+              *WHOLE)
     dataset = read_dataset(out, "megatron", ranks)
     assert_documents(dataset.documents, [joined(d, "uint16") for d in multimodal + plain])
     assert dataset.dtypes == {np.dtype("uint16")}
@@ -255,7 +112,7 @@ def test_megatron_narrow(run, tmp_path):
     documents[5] = [np.array([59999, 0], "int64")]
     formats.write_megatron(tmp_path / "wide", documents, "int64")
     out = tmp_path / "corpus" / "narrow"
-    import_ok(run, 2, "megatron", [tmp_path / "wide"], out, "--narrow")
+    import_ok(run, 2, "megatron", [tmp_path / "wide"], out, *WHOLE, "--narrow")
     dataset = read_dataset(out, "megatron", 2)
     assert_documents(dataset.documents, [joined(d, "int64") for d in documents])
     for dtype in dataset.dtypes:
@@ -274,7 +131,7 @@ def test_megatron_prefixes_without_tokens(run, tmp_path):
     formats.write_megatron(tmp_path / "b", last, "int32")
     out = tmp_path / "corpus" / "sparse"
     prefixes = [tmp_path / p for p in ["a", "none", "empties", "b"]]
-    import_ok(run, 2, "megatron", prefixes, out)
+    import_ok(run, 2, "megatron", prefixes, out, *WHOLE)
     dataset = read_dataset(out, "megatron", 2)
     expected = [joined(d, "int32") for d in first + [[], [], []] + last]
     assert_documents(dataset.documents, expected)
@@ -337,7 +194,8 @@ def test_megatron_broken_input(run, tmp_path, case, ranks):
     formats.write_megatron(good, megatron_documents(rng, "int16", 10), "int16")
     formats.write_megatron(broken, BROKEN_DOCUMENTS, "int16")
     BREAKS[case](broken)
-    output = import_fails(run, ranks, "megatron", [good, broken], tmp_path / "corpus" / "web")
+    output = import_fails(run, ranks, "megatron", [good, broken], tmp_path / "corpus" / "web",
+                          *WHOLE)
     assert "broken.idx" in output or "broken.bin" in output, (
         f"the error names neither broken.idx nor broken.bin:\n{output}")
     if case == "fairseq_magic":
@@ -356,29 +214,29 @@ def test_force(run, tmp_path, ranks):
     formats.write_megatron(tmp_path / "old", old, "uint16")
     formats.write_megatron(tmp_path / "new", new, "uint16")
     out = tmp_path / "corpus" / "web"
-    import_ok(run, ranks, "megatron", [tmp_path / "old"], out, "--shard-tokens", 50)
+    import_ok(run, ranks, "megatron", [tmp_path / "old"], out, *WHOLE, "--shard-tokens", 50)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     assert len(before) > 2
-    rc, output = run("import", "megatron", tmp_path / "new", "--out", out, ranks=ranks)
+    rc, output = run("import", "megatron", tmp_path / "new", *WHOLE, "--out", out, ranks=ranks)
     assert rc != 0, f"an import replaced {out} without --force:\n{output}"
     assert "--force" in output, f"the refusal does not mention --force:\n{output}"
     after = {p.name: p.read_bytes() for p in out.iterdir()}
     assert after == before, f"a refused import changed {out}: {sorted(after)}"
-    import_ok(run, ranks, "megatron", [tmp_path / "new"], out, "--force")
+    import_ok(run, ranks, "megatron", [tmp_path / "new"], out, *WHOLE, "--force")
     dataset = read_dataset(out, "megatron", ranks)
     assert_documents(dataset.documents, [joined(d, "uint16") for d in new])
 
 
 def test_refusals_that_protect_the_data(run, tmp_path):
     """What an operator can get wrong is refused before anything is written, once, naming what
-    is wrong: inputs that hold no document (at 2 ranks: one error, no MPI_Abort, nothing left
-    behind); --force onto a folder that holds the inputs (the import would delete them); a
+    is wrong: inputs that hold no document (at 2 ranks: one error naming the input, no
+    MPI_Abort, nothing left behind); --force onto a folder that holds the inputs (the import would delete them); a
     Megatron prefix whose index has no document but whose .bin has tokens (they would be lost);
     an --eos-id the token type cannot hold (no document would ever end)."""
     empty = tmp_path / "empty"
     formats.write_megatron(empty, [], "uint16")
-    output = import_fails(run, 2, "megatron", [empty], tmp_path / "corpus" / "none",
-                          names=["no documents"])
+    output = import_fails(run, 2, "megatron", [empty], tmp_path / "corpus" / "none", *WHOLE,
+                          names=["no documents", str(empty)])
     assert output.count("no documents") == 1 and "MPI_ABORT" not in output, output
 
     inside = tmp_path / "corpus" / "web"
@@ -396,13 +254,29 @@ def test_refusals_that_protect_the_data(run, tmp_path):
         f.seek(9 + 8 + 1 + 8)
         f.write(np.uint64(1).tobytes())
         f.truncate(9 + 8 + 1 + 8 + 8 + 12 * 1 + 8 * 1)
-    import_fails(run, 1, "megatron", [lost], tmp_path / "corpus" / "lost",
+    import_fails(run, 1, "megatron", [lost], tmp_path / "corpus" / "lost", *WHOLE,
                  names=["lost.idx", "not from 0 to the sequence count 1"])
 
     wide = tmp_path / "wide.bin"
     formats.write_tokens(wide, np.array([1, 2, 3], dtype=np.uint16), "uint16")
     import_fails(run, 1, "npy", [wide], tmp_path / "corpus" / "wide", "--eos-id", 100257,
                  "--dtype", "uint16", names=["--eos-id 100257 cannot occur"])
+
+
+def test_plain_messages_for_empty_inputs_and_vocab_size_zero(run, tmp_path):
+    """Empty token files (0 bytes) are refused naming each; --vocab-size 0 is refused in words,
+    naming the option and the value, not as a range of floating-point numbers."""
+    files = [tmp_path / "empty-a.bin", tmp_path / "empty-b.bin"]
+    for f in files:
+        f.write_bytes(b"")
+    output = import_fails(run, 2, "npy", files, tmp_path / "corpus" / "none", "--eos-id", 0,
+                          "--dtype", "uint16", names=["no documents", *map(str, files)])
+    assert output.count("no documents") == 1, output
+    formats.write_tokens(tmp_path / "a.bin", [1, 2, 0, 3], "uint16")
+    output = import_fails(run, 1, "npy", [tmp_path / "a.bin"], tmp_path / "corpus" / "v",
+                          "--eos-id", 0, "--dtype", "uint16", "--vocab-size", 0,
+                          names=["--vocab-size 0: a vocabulary holds at least one id"])
+    assert "0.000000" not in output and output.count("--vocab-size 0") == 1, output
 
 
 # OLMo / Dolma token files ----------------------------------------------------------------------
