@@ -16,7 +16,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-STOKER_BUILD_TARGETS="stoker_cli stoker_train" scripts/build.sh
+# The two programs and the Python package (build/python/stoker: the README's "From Python").
+STOKER_BUILD_TARGETS="stoker_cli stoker_train stoker_python" scripts/build.sh
 source scripts/env.sh
 
 out=${STOKER_DEMO_DIR:-out/demo}

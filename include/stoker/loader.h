@@ -14,8 +14,14 @@
 // refused on every rank, naming the setting, its values and the ranks that gave each. After that,
 // each rank calls Next() on its own; a background thread per rank reads ahead in the known future
 // order, with many reads in flight (io_depth) for the batches ahead (read_ahead_bytes) and up to
-// `prefetch` finished batches waiting, so the trainer rarely waits. Next() and the destructor must
-// be called from one thread (the trainer's). Errors of the reading thread are rethrown by Next().
+// `prefetch` finished batches waiting, so the trainer rarely waits. Calls are made by one thread
+// at a time (the trainer's; a caller that shares a Loader between threads serializes its calls).
+// Errors of the reading thread are rethrown by Next().
+//
+// A Loader belongs to the process that made it: its reading thread, its checkpoint writer and its
+// communicator do not exist in a forked child. There Next(), TryNext(), Save(), WaitForSave()
+// and SetWeights() throw ConfigError at once, and the destructor leaves the Loader's memory alone
+// (it would otherwise wait for threads that are not there).
 //
 // Checkpoints: Save(step_dir) snapshots the state after the last batch Next() returned (a copy
 // of a few cursors per logical shard) and writes it on a background thread, one file per rank,
@@ -28,6 +34,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -107,6 +114,11 @@ class Loader {
   // optional is never empty today (it leaves room for a bounded stream); an error of the reading
   // thread is rethrown here, by this and every later call.
   std::optional<Batch> Next();
+  // Next(), waiting at most `timeout` for the batch: false when none was ready by then, with
+  // nothing taken and the state unchanged (a trainer's thread that must react to signals while
+  // storage is slow waits in slices); true with *batch what Next() returns. A batch counts as
+  // delivered (step(), Save) only once it is returned here.
+  bool TryNext(std::chrono::milliseconds timeout, std::optional<Batch>* batch);
 
   // Saves this rank's state after the last batch Next() returned into
   // step_dir/loader/rank-<r>-of-<W>.ckpt (rank 0 also the corpus table, loader/corpus.table, so

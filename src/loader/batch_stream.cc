@@ -154,14 +154,25 @@ BatchStream::Ready BatchStream::PlanBatch() {
 }
 
 BatchStream::Ready BatchStream::Next() {
-  Ready ready;
-  {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return !queue_.empty() || error_; });
-    if (queue_.empty()) std::rethrow_exception(error_);
-    ready = std::move(queue_.front());
-    queue_.pop_front();
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return !queue_.empty() || error_; });
+  return Take(&lock);
+}
+
+std::optional<BatchStream::Ready> BatchStream::TryNext(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  if (!changed_.wait_for(lock, timeout, [&] { return !queue_.empty() || error_; })) {
+    return std::nullopt;
   }
+  return Take(&lock);
+}
+
+// The batch at the head of the queue (or the reading thread's error), `lock` held.
+BatchStream::Ready BatchStream::Take(std::unique_lock<std::mutex>* lock) {
+  if (queue_.empty()) std::rethrow_exception(error_);
+  Ready ready = std::move(queue_.front());
+  queue_.pop_front();
+  lock->unlock();
   changed_.notify_all();
   return ready;
 }

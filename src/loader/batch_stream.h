@@ -9,10 +9,12 @@
 // dropping what the old one had read ahead.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -42,6 +44,8 @@ class BatchStream {
 
   // The next batch; rethrows the reading thread's error.
   Ready Next();
+  // The same, waiting at most `timeout`: none, and nothing taken, when no batch was ready by then.
+  std::optional<Ready> TryNext(std::chrono::milliseconds timeout);
   const ReadQueue& queue() const { return router_.queue(); }
 
  private:
@@ -56,6 +60,7 @@ class BatchStream {
   void ReadOffsetsAhead();
   Ready PlanBatch();
   void Deliver(std::deque<Ready>* being_read, size_t complete);
+  Ready Take(std::unique_lock<std::mutex>* lock);
 
   const LoaderConfig& config_;
   const LoaderSetup& setup_;

@@ -3,6 +3,7 @@
 #include "stoker/loader.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <memory>
 
@@ -38,6 +39,10 @@ class Loader::Impl {
   Impl(MPI_Comm comm, const LoaderConfig& config);
 
   std::optional<Batch> Next();
+  bool TryNext(std::chrono::milliseconds timeout, std::optional<Batch>* batch);
+  // Throws ConfigError in a process forked from the one that made the Loader.
+  void CheckProcess() const;
+  bool InForkedChild() const { return getpid() != pid_; }
   void Save(const std::string& step_dir);
   void WaitForSave() { writer_.Wait(); }
   void SetWeights(const std::map<std::string, double>& weights);
@@ -60,6 +65,7 @@ class Loader::Impl {
   RankState delivered_;  // the state after the last batch Next() returned (trainer's thread)
   CheckpointWriter writer_;
   std::unique_ptr<BatchStream> stream_;  // runs ahead of delivered_
+  const pid_t pid_ = getpid();           // the process that made the Loader
 };
 
 Loader::Impl::Impl(MPI_Comm comm, const LoaderConfig& config)
@@ -155,6 +161,24 @@ std::optional<Batch> Loader::Impl::Next() {
   return std::move(ready.batch);
 }
 
+bool Loader::Impl::TryNext(std::chrono::milliseconds timeout, std::optional<Batch>* batch) {
+  if (!stream_) Next();  // throws: no reading pipeline
+  std::optional<BatchStream::Ready> ready = stream_->TryNext(timeout);
+  if (!ready) return false;
+  ApplyDelta(ready->delta, &delivered_);
+  *batch = std::move(ready->batch);
+  return true;
+}
+
+void Loader::Impl::CheckProcess() const {
+  if (!InForkedChild()) return;
+  throw ConfigError(fmt::format(
+      "rank {}: this Loader was made in process {} and is used in process {}, a fork of it "
+      "(a worker process): its reading thread, checkpoint writer and communicator exist only "
+      "in process {}; take its batches there, or make a Loader in each process",
+      comm_.rank(), pid_, getpid(), pid_));
+}
+
 // A new stream from the state after the last batch delivered: what the old one read ahead was
 // planned with the old weights (an error it met there would meet the new one again). A stream
 // that cannot start leaves the old schedule and state, and a stream of them if one starts.
@@ -186,10 +210,27 @@ void Loader::Impl::SetWeights(const std::map<std::string, double>& weights) {
 
 Loader::Loader(MPI_Comm comm, const LoaderConfig& config)
     : impl_(std::make_unique<Impl>(comm, config)) {}
-Loader::~Loader() = default;
-std::optional<Batch> Loader::Next() { return impl_->Next(); }
-void Loader::Save(const std::string& step_dir) { impl_->Save(step_dir); }
-void Loader::WaitForSave() { impl_->WaitForSave(); }
+// In a forked child the threads the destructor would join and the communicator it would free
+// are the parent's: the memory is left as it is (the child's exit returns it).
+Loader::~Loader() {
+  if (impl_->InForkedChild()) static_cast<void>(impl_.release());
+}
+std::optional<Batch> Loader::Next() {
+  impl_->CheckProcess();
+  return impl_->Next();
+}
+bool Loader::TryNext(std::chrono::milliseconds timeout, std::optional<Batch>* batch) {
+  impl_->CheckProcess();
+  return impl_->TryNext(timeout, batch);
+}
+void Loader::Save(const std::string& step_dir) {
+  impl_->CheckProcess();
+  impl_->Save(step_dir);
+}
+void Loader::WaitForSave() {
+  impl_->CheckProcess();
+  impl_->WaitForSave();
+}
 uint64_t Loader::step() const { return impl_->delivered().step; }
 
 std::optional<std::string> Loader::FindResumeStep(MPI_Comm comm, const std::string& checkpoint_dir,
@@ -212,6 +253,7 @@ void Loader::PrepareFreshStart(MPI_Comm comm, const std::string& checkpoint_dir,
 }
 const CorpusTable& Loader::corpus() const { return impl_->setup().table; }
 void Loader::SetWeights(const std::map<std::string, double>& weights) {
+  impl_->CheckProcess();
   impl_->SetWeights(weights);
 }
 std::vector<double> Loader::weights() const {

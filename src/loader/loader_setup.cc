@@ -171,10 +171,21 @@ void WarnOfDatasetsWithoutEos(const CorpusTable& table, int64_t eos_id, int rank
   }
 }
 
+// A BOS id equal to the EOS id (`eos` says where that came from): documents would be framed by
+// one token, and where a document ends and the next begins could not be told apart.
+std::string SameBosAndEos(int64_t id, const char* eos) {
+  return fmt::format(
+      "--bos-id {} is the EOS id ({}): a document's first and last tokens must differ", id, eos);
+}
+
 // EOS and BOS ids every shard's vocabulary holds: an id at or above a shard's vocab_size would
-// put a token the model cannot embed into every row.
+// put a token the model cannot embed into every row. A BOS id that is the EOS id the corpus gives
+// is refused here (Problems() sees only one given with --eos-id).
 void CheckIdsInVocabulary(const LoaderSetup& setup) {
   std::vector<std::string> problems;
+  if (setup.bos_id == setup.eos_id) {
+    problems.push_back(SameBosAndEos(setup.eos_id, "the corpus's eos_id, or 0 without one"));
+  }
   for (const auto& [name, id] :
        {std::pair<const char*, std::optional<int64_t>>{"--eos-id", setup.eos_id},
         {"--bos-id", setup.bos_id}}) {
@@ -225,6 +236,9 @@ std::vector<std::string> LoaderConfig::Problems() const {
   }
   if (eos_id && *eos_id < 0) problems.push_back(fmt::format("--eos-id {} is negative", *eos_id));
   if (bos_id && *bos_id < 0) problems.push_back(fmt::format("--bos-id {} is negative", *bos_id));
+  if (eos_id && bos_id && *eos_id == *bos_id) {
+    problems.push_back(SameBosAndEos(*bos_id, "--eos-id"));
+  }
   for (const auto& [name, weight] : weights) {
     if (!(weight >= 0)) problems.push_back(fmt::format("weight of {} is {}; weights must be >= 0",
                                                        name, weight));

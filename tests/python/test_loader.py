@@ -4,7 +4,6 @@ batch is awaited, the DataLoader wrapper, and the documentation a user sees."""
 
 import inspect
 import os
-import threading
 import time
 
 import numpy as np
@@ -13,6 +12,7 @@ import torch
 
 import stoker
 from conftest import WORLD, agree, loader
+from spinner import Spinner
 
 
 def test_the_stream_is_the_cpp_loaders_byte_for_byte(corpus):
@@ -96,29 +96,11 @@ def test_next_lets_other_python_threads_run(corpus):
     # (0.8 to 0.95 of it here), and hardly at all if it holds it (0.14).
     stream = loader(corpus, seq_len=8191, batch_size=512, prefetch=1, read_ahead_bytes=0)
     next(stream)
-    count = 0
-    stop = threading.Event()
-
-    def spin():
-        nonlocal count
-        while not stop.is_set():
-            count += 1
-
-    def counted_while(work) -> float:
-        before, start = count, time.perf_counter()
-        work()
-        return (count - before) / (time.perf_counter() - start)
-
-    spinner = threading.Thread(target=spin)
-    spinner.start()
-    try:
-        alone = counted_while(lambda: time.sleep(0.3))
+    with Spinner() as spinner:
+        alone = spinner.rate(lambda: time.sleep(0.3))
         start = time.perf_counter()
-        beside = counted_while(lambda: [next(stream) for _ in range(10)])
+        beside = spinner.rate(lambda: [next(stream) for _ in range(10)])
         per_batch = (time.perf_counter() - start) / 10
-    finally:
-        stop.set()
-        spinner.join()
     assert per_batch > 0.005, f"batches came in {per_batch * 1e3:.1f} ms: nothing was awaited"
     assert beside > 0.35 * alone, (
         f"the other thread counted {beside:.0f}/s while next() waited, {alone:.0f}/s alone")

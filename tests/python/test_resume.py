@@ -71,3 +71,54 @@ def test_state_dict_goes_on_from_the_saved_step_on_any_rank_count(corpus, shared
     WORLD.Barrier()
     if WORLD.rank == 0:
         shutil.rmtree(os.path.join(shared_dir, "ck"))
+
+
+def test_after_a_failed_load_state_dict_the_loader_goes_on(corpus, shared_dir):
+    step_dir, _ = save_on_every_rank(corpus, shared_dir)
+    state = take_state(corpus, step_dir)
+    missing = dict(state, step_dir=os.path.join(shared_dir, "ck", "step-99"))
+    fresh, twin = loader(corpus), loader(corpus)
+    with pytest.raises(stoker.Error, match="step-99"):
+        fresh.load_state_dict(missing)
+    # As it was: the fresh stream from step 1, and a good state still loads.
+    for _ in range(3):
+        assert next(fresh)["tokens"].equal(next(twin)["tokens"])
+    again = loader(corpus)
+    with pytest.raises(stoker.Error):
+        again.load_state_dict(missing)
+    again.load_state_dict(state)
+    assert again.step == TAKEN
+
+
+def test_state_dict_right_after_a_resume_names_the_step_resumed_from(corpus, shared_dir):
+    step_dir, _ = save_on_every_rank(corpus, shared_dir)
+    state = take_state(corpus, step_dir)
+    resumed = loader(corpus)
+    resumed.load_state_dict(state)
+    assert resumed.state_dict() == state
+    assert loader(corpus, resume_from=step_dir).state_dict() == state
+
+
+def test_the_trace_starts_where_load_state_dict_resumes(corpus, shared_dir):
+    """A job traced through the state-dict protocol: the second run is constructed as the
+    first was (trace_dir too), then given the state; `stoker audit` of both runs is clean."""
+    step_dir, trace = save_on_every_rank(corpus, shared_dir)
+    state = take_state(corpus, step_dir)
+    second = loader(corpus, trace_dir=trace)
+    second.load_state_dict(state)
+    for _ in range(3 * 102000 // (WORLD.size * 96) + 10):  # far past epoch 0
+        next(second)
+    expect_epoch_zero_whole(trace, corpus, [(0, WORLD.size), (TAKEN, WORLD.size)])
+
+
+def take_state(corpus, step_dir):
+    """The state_dict() of a loader that took TAKEN batches and saved into `step_dir`."""
+    first = take_batches(loader(corpus), TAKEN)
+    first.save(step_dir)
+    return first.state_dict()
+
+
+def take_batches(stream, count):
+    for _ in range(count):
+        next(stream)
+    return stream

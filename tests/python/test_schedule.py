@@ -228,7 +228,7 @@ def test_errors_name_what_is_wrong(corpus):
         (dict(weights=None, weight_schedule=[{"step": 0, "weights": {"a": 1}},
                                              {"step": 4, "wieghts": {"a": 1}}]),
          "weight_schedule entry 2 {'step': 4, 'wieghts': {'a': 1}}: unknown key 'wieghts'"),
-        (dict(weights=None, weight_schedule=[{"step": -1, "weights": {"a": 1}}]), "step -1"),
+        (dict(weights=None, weight_schedule=[{"step": -1, "weights": {"a": 1}}]), "step=-1"),
         (dict(weights=None, weight_schedule=[]), "no entries"),
     ]
     for settings, words in cases:

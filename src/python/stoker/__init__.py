@@ -26,8 +26,8 @@ from ._stoker import (ConfigError, DataError, Error, Hdf5Error, InternalError, I
                       MpiError)
 from ._stoker import init_logging as _init_logging
 from .dataset import LoaderDataset
-from .loader import (Loader, config_problems, find_resume_step, parse_weight_schedule,
-                     parse_weights, prepare_fresh_start, prepare_resume)
+from .config import config_problems, parse_weight_schedule, parse_weights
+from .loader import Loader, find_resume_step, prepare_fresh_start, prepare_resume
 
 __all__ = [
     "Loader", "LoaderDataset", "find_resume_step", "prepare_resume", "prepare_fresh_start",

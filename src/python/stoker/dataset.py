@@ -7,7 +7,6 @@ from typing import Any, Dict, Iterator
 
 import torch.utils.data
 
-from . import _stoker
 from .loader import Loader
 
 
@@ -18,8 +17,8 @@ class LoaderDataset(torch.utils.data.IterableDataset):
     ``batch_size=None`` because each item already is a whole batch (rows packed and batched by
     stoker); ``num_workers=0`` because stoker reads ahead on its own thread, in the training
     process, and a worker process would be a fork of an MPI rank holding a copy of the loader's
-    state: its batches would not be this rank's. Iterating in a worker raises ``ConfigError``.
-    Without workers the DataLoader takes one batch at a time, so ``loader.set_weights`` between
+    state: its batches would not be this rank's. Taking a batch in a worker raises
+    ``ConfigError`` at once (as for any use of a loader in a forked process). Without workers the DataLoader takes one batch at a time, so ``loader.set_weights`` between
     two batches rules from the next one it yields, as on the loader itself."""
 
     def __init__(self, loader: Loader) -> None:
@@ -27,8 +26,4 @@ class LoaderDataset(torch.utils.data.IterableDataset):
         self.loader = loader
 
     def __iter__(self) -> Iterator[Dict[str, Any]]:
-        if torch.utils.data.get_worker_info() is not None:
-            raise _stoker.ConfigError(
-                "stoker.LoaderDataset in a DataLoader worker: use num_workers=0 (stoker reads "
-                "ahead on its own thread in the training process)")
         return iter(self.loader)

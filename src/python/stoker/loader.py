@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
+import sys
+import weakref
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from mpi4py import MPI
 
 from . import _stoker
+from .config import ScheduleEntry, WeightSchedule, _make_config
 
 Batch = Dict[str, Any]
-# A weight schedule entry: {"step": int, "ramp": bool, "weights": {dataset name: weight}}.
-ScheduleEntry = Dict[str, Any]
-WeightSchedule = Union[str, "os.PathLike[str]", Sequence[ScheduleEntry]]
 
 _STATE_FORMAT = "stoker.loader/1"
 
@@ -22,93 +23,6 @@ _STATE_FORMAT = "stoker.loader/1"
 def _handle(comm: Optional[MPI.Comm]) -> int:
     """The Fortran handle of an mpi4py communicator (the world by default)."""
     return (comm if comm is not None else MPI.COMM_WORLD).py2f()
-
-
-def _schedule_entries(schedule: WeightSchedule) -> List[ScheduleEntry]:
-    """A ``weight_schedule`` argument as the list of entries the C++ side takes: a string is a
-    file's path when that file exists, else the inline form, as ``--weights-schedule``."""
-    if isinstance(schedule, (str, os.PathLike)):
-        return _stoker.weight_schedule_argument(os.fspath(schedule))
-    if isinstance(schedule, Mapping) or not isinstance(schedule, Sequence):
-        raise _stoker.ConfigError(
-            f"weight_schedule {schedule!r} is not a list of entries (dicts with 'step', "
-            "'weights' and optionally 'ramp'), nor the --weights-schedule text or file")
-    if not schedule:
-        raise _stoker.ConfigError("weight_schedule has no entries: give None for a run of "
-                                  "fixed weights")
-    return list(schedule)
-
-
-def _make_config(data: str, *, weights: Optional[Mapping[str, float]] = None,
-                 weight_schedule: Optional[WeightSchedule] = None, seq_len: int = 4096,
-                 batch_size: int = 8, seed: int = 0,
-                 logical_shards: int = 65536, eos_id: Optional[int] = None,
-                 bos_id: Optional[int] = None, prefetch: int = 4, boundaries: bool = False,
-                 positions: str = "restart", io_depth: Union[int, str] = "auto",
-                 io_engine: str = "auto", direct_io: str = "auto",
-                 read_ahead_bytes: Optional[int] = None,
-                 offset_cache_bytes: Optional[int] = None) -> "_stoker.LoaderConfig":
-    """The C++ LoaderConfig of the Loader's settings (``Loader`` documents them)."""
-    config = _stoker.LoaderConfig()
-    config.data = str(data)
-    config.weights = dict(weights or {})
-    if weight_schedule is not None:  # with weights too: a problem Problems() names
-        config.weight_schedule = _schedule_entries(weight_schedule)
-    config.seq_len = seq_len
-    config.batch_size = batch_size
-    config.seed = seed
-    config.logical_shards = logical_shards
-    config.eos_id = eos_id
-    config.bos_id = bos_id
-    config.prefetch = prefetch
-    config.set_boundaries(bool(boundaries), positions)
-    config.io_depth = 0 if io_depth == "auto" else io_depth
-    config.io_engine = io_engine
-    config.direct_io = direct_io
-    if read_ahead_bytes is not None:
-        config.read_ahead_bytes = read_ahead_bytes
-    if offset_cache_bytes is not None:
-        config.offset_cache_bytes = offset_cache_bytes
-    return config
-
-
-def config_problems(data: str, **settings: Any) -> List[str]:
-    """Every problem of these ``Loader`` settings that shows without MPI and without reading the
-    corpus (sizes of 0, more memory than a rank may use, ...), one line each, as the loader words
-    them; empty when there is none. Takes the Loader's settings but ``resume_from``, ``comm`` and
-    ``trace_dir``. Needs no communicator and makes no MPI call: a trainer's ``--check`` can run
-    it in a process started without ``mpirun``. A setting of the wrong kind (``positions="x"``)
-    raises ``ConfigError`` instead; a ``weight_schedule`` that does not parse is one of the
-    problems listed."""
-    schedule = settings.pop("weight_schedule", None)
-    config = _make_config(data, **settings)
-    problems = []
-    if schedule is not None:
-        try:
-            config.weight_schedule = _schedule_entries(schedule)
-        except _stoker.ConfigError as error:  # listed with the others, for a trainer's --check
-            problems.append(str(error))
-    return problems + list(config.problems())
-
-
-def parse_weights(text: str) -> Dict[str, float]:
-    """Mixing weights from the command line's form ``NAME=W,NAME=W`` (as ``stoker run
-    --weights``), for ``Loader(weights=...)``; ``ConfigError`` naming the entry that does not
-    parse."""
-    return dict(_stoker.parse_weights(text))
-
-
-def parse_weight_schedule(text: str) -> List[ScheduleEntry]:
-    """A weight schedule from the command line's inline form (as ``stoker run
-    --weights-schedule``): entries separated by ';', ``STEP:NAME=W,...`` a jump to those weights
-    at STEP, ``~STEP:NAME=W,...`` a linear ramp from the entry before's weights, reached at STEP;
-    e.g. ``"0:web=0.7,code=0.3;~10000:web=0.5,code=0.5"``. Gives the list of entries
-    ``Loader(weight_schedule=...)`` takes, ``{"step": int, "ramp": bool, "weights": {name: w}}``
-    (weights as written, not normalized); ``ConfigError`` quoting the entry that does not parse
-    or naming the one of a bad shape (the first entry not at step 0, steps not increasing,
-    negative weights). ``Loader(weight_schedule=...)`` takes the text itself, or a schedule
-    file's path, as well."""
-    return _stoker.parse_weight_schedule(text)
 
 
 class Loader:
@@ -137,7 +51,16 @@ class Loader:
       the label is the first token of the next document).
 
     The stream does not end: it wraps from epoch to epoch. ``next()`` releases the GIL while it
-    waits for a batch.
+    waits for a batch, and lets the signal handlers run every 50 ms meanwhile: Ctrl-C (a
+    ``KeyboardInterrupt``) arrives while storage is slow, and the batch it interrupted is not
+    counted as delivered (``save()`` in the handler saves the state after the last batch the
+    trainer received; the next ``next()`` hands that batch over).
+
+    Threads: calls from several threads are serialized, each waiting for the one before (two
+    threads taking batches get one batch each, in turn; ``set_weights`` waits for a ``next()``
+    in progress). Processes: a loader belongs to the process that made it; in a fork of it (a
+    ``DataLoader`` worker, ``multiprocessing``) taking a batch, saving or setting weights raises
+    ``ConfigError`` at once: make a loader in each process, or take the batches in this one.
 
     Arguments (all but ``data`` by keyword): ``weights`` dataset name -> relative weight (default
     by tokens; datasets not named are not read); ``weight_schedule`` weights that change with the
@@ -150,7 +73,13 @@ class Loader:
     ``direct_io`` ("auto", "on", "off"), ``read_ahead_bytes`` and ``offset_cache_bytes``: how it
     reads (docs/loader.md, "Reading from storage"); ``trace_dir``: every rank writes what it was
     handed there, batch by batch, for ``stoker audit TRACE_DIR`` (no token lost or repeated
-    across a chain of resumes on any rank counts; docs/operations.md).
+    across a chain of resumes on any rank counts; docs/operations.md). The trace opens with the
+    first batch, at the step the loader starts from (a ``load_state_dict`` before it included),
+    so that first ``next()`` is collective.
+
+    A setting of the wrong type or out of range (``seq_len=-1``, ``seq_len=True``,
+    ``boundaries="no"``, ``eos_id=2**63``) is a ``ConfigError`` naming it, as is a value the
+    loader refuses (``seq_len=0``, ``bos_id`` equal to the EOS id).
 
     Dynamic mixing. ``weight_schedule`` is a list of entries ``{"step": S, "weights": {name: w},
     "ramp": False}``, the first at step 0, steps increasing: a jump rules from batch S + 1 on
@@ -184,31 +113,52 @@ class Loader:
         config.resume_from = str(resume_from or "")
         self._config = config
         self._comm = comm
-        self._trace_dir = str(trace_dir or "")
-        self._loader = _stoker.Loader(_handle(comm), config, self._trace_dir)
-        self._taken = 0
-        self._saved: Optional[tuple[str, int]] = None  # (step folder, step) of the last save
+        self._loader = _stoker.Loader(_handle(comm), config, str(trace_dir or ""))
+        # (step folder, step) of the state at the current step, by a save() or where the
+        # loader resumed from; why not, when the last save failed.
+        self._saved: Optional[tuple[str, int]] = (
+            (config.resume_from, self._loader.step) if resume_from else None)
+        self._save_failed = ""
         self._weights_set = False  # by set_weights, which load_state_dict would undo
+        _LOADERS.add(self)
+
+    def __del__(self) -> None:
+        _check_last_save(self)
 
     def __iter__(self) -> Iterator[Batch]:
-        return self
+        # The compiled loader itself: a for loop takes each batch straight from it, with no
+        # Python code between the batch counted as delivered and the loop's variable.
+        return self._loader
 
     def __next__(self) -> Batch:
-        batch = self._loader.next()
-        self._taken += 1
-        return batch
+        return self._loader.next()
 
     def save(self, step_dir: str) -> None:
         """Saves this rank's state after the last batch into ``step_dir``/loader/ (one file per
         rank, no communication; every rank calls it for the same step). Returns once the state is
         copied; the file is written in the background (``wait_for_save``). Raises the error of
-        the previous save, if it failed."""
-        self._loader.save(str(step_dir))
-        self._saved = (str(step_dir), self._loader.step)
+        the previous save, if it failed (waiting for it with the GIL released). A failed write
+        that nobody waited for ends the program with exit code 1 (docs/python.md)."""
+        try:
+            self._saved = (str(step_dir), self._loader.save(str(step_dir)))
+        except _stoker.Error as error:
+            self._note_failed_save(error)
+            raise
 
     def wait_for_save(self) -> None:
         """Waits for the last save's file to be written; raises its error."""
-        self._loader.wait_for_save()
+        try:
+            self._loader.wait_for_save()
+        except _stoker.Error as error:
+            self._note_failed_save(error)
+            raise
+
+    def _note_failed_save(self, error: Exception) -> None:
+        """Forgets the last save, which state_dict() would name, saying why."""
+        what = (f"the save of step {self._saved[1]} into {self._saved[0]}" if self._saved
+                else "a save")
+        self._saved = None
+        self._save_failed = f"{what} failed ({error})"
 
     @property
     def step(self) -> int:
@@ -291,13 +241,19 @@ class Loader:
         ``loader.state_dict()`` into the trainer's state; on restart, construct the loader as
         before (on any number of ranks) and call ``loader.load_state_dict(state)`` on every rank
         before taking a batch. Raises ``ConfigError`` when no save was made at the current step
-        (the state dict would name an older one)."""
-        if self._saved is None or self._saved[1] != self._loader.step:
+        (the state dict would name an older one). Waits for the save's file to be written
+        (the GIL released) and raises its error: a state dict never names a step folder whose
+        save failed. Right after ``load_state_dict`` (or a construction with ``resume_from``) it
+        names the step folder resumed from."""
+        if self._saved is not None:
+            self.wait_for_save()
+        step = self._loader.step
+        if self._saved is None or self._saved[1] != step:
+            made = (self._save_failed or "but none was made" if self._saved is None
+                    else f"made at step {self._saved[1]}")
             raise _stoker.ConfigError(
-                f"state_dict() at step {self._loader.step} names the step folder of the last "
-                f"save(), " + ("but none was made" if self._saved is None else
-                               f"made at step {self._saved[1]}") +
-                ": call loader.save(step_dir) at this step first")
+                f"state_dict() at step {step} names the step folder of the last save(), {made}: "
+                "call loader.save(step_dir) at this step first")
         order = self._order()
         fingerprint = hashlib.sha256(json.dumps(order, sort_keys=True).encode()).hexdigest()[:32]
         return {"format": _STATE_FORMAT, "step_dir": self._saved[0], "step": self._saved[1],
@@ -309,10 +265,13 @@ class Loader:
         first batch is taken; a state of another order (corpus, seed, logical shards, seq_len,
         EOS, BOS) is refused naming what differs. The weights follow the configured ``weights``
         or ``weight_schedule``, not those the saved run set with ``set_weights`` (call it again
-        after this; before, it is refused)."""
-        if self._taken > 0:
+        after this; before, it is refused). When it fails (a state of another order, a step
+        folder that cannot be read), the loader is as it was before the call. With
+        ``trace_dir``, the trace starts at the resumed step, as with ``resume_from``."""
+        taken = self._loader.taken
+        if taken > 0:
             raise _stoker.ConfigError(
-                f"load_state_dict() after {self._taken} batches were taken: call it before "
+                f"load_state_dict() after {taken} batches were taken: call it before "
                 "iterating (the batches already handed out would be given again)")
         if self._weights_set:
             raise _stoker.ConfigError(
@@ -329,15 +288,54 @@ class Loader:
             raise _stoker.ConfigError(
                 f"load_state_dict(): the state of {state['step_dir']} is of another order: " +
                 "; ".join(differ))
+        self._loader.resume(str(state["step_dir"]))
         self._config.resume_from = str(state["step_dir"])
-        self._loader = None  # the old one goes first (its reading thread, its communicator)
-        self._loader = _stoker.Loader(_handle(self._comm), self._config, self._trace_dir)
-        self._saved = None
+        self._saved = (str(state["step_dir"]), self._loader.step)
+        self._save_failed = ""
 
     def _holds_filled_buffer(self, batch: Batch) -> bool:
         """Whether ``batch["tokens"]`` holds the very buffer the loader filled (no copy); for
         tests."""
         return batch["tokens"].data_ptr() == self._loader.last_tokens_buffer
+
+
+# The loaders alive in this process, whose last save is waited for at exit, and the saves that
+# failed unseen (loaders gone before). A forked child's exit leaves its parent's saves alone.
+_LOADERS: "weakref.WeakSet[Loader]" = weakref.WeakSet()
+_FAILED_SAVES: List[str] = []
+_FORKED = [False]
+
+
+def _forked() -> None:
+    _FORKED[0] = True
+    _LOADERS.clear()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def _check_last_save(loader: Loader) -> None:
+    """Waits for the loader's last save; notes its failure, if nobody saw it yet."""
+    if _FORKED[0] or not hasattr(loader, "_loader"):
+        return
+    try:
+        loader.wait_for_save()
+    except _stoker.Error:
+        _FAILED_SAVES.append(f"stoker: rank {loader.rank}: {loader._save_failed}")
+
+
+@atexit.register
+def _exit_with_failed_saves() -> None:
+    """At exit: a save that failed unseen by the program (no save(), wait_for_save() or
+    state_dict() raised it) makes the process exit with code 1, naming the error."""
+    for loader in list(_LOADERS):
+        _check_last_save(loader)
+    if _FAILED_SAVES:
+        print("\n".join(_FAILED_SAVES) +
+              "\nstoker: a loader checkpoint was not written: exit code 1", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
 
 
 def find_resume_step(checkpoint_dir: str, required_files: Sequence[str] = (),

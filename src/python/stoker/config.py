@@ -1,0 +1,101 @@
+"""The settings of a stoker.Loader: the C++ LoaderConfig they make, their problems without MPI
+(config_problems), and the command line's forms of weights and weight schedules."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+from . import _stoker
+
+# A weight schedule entry: {"step": int, "ramp": bool, "weights": {dataset name: weight}}.
+ScheduleEntry = Dict[str, Any]
+WeightSchedule = Union[str, "os.PathLike[str]", Sequence[ScheduleEntry]]
+
+
+def _schedule_entries(schedule: WeightSchedule) -> List[ScheduleEntry]:
+    """A ``weight_schedule`` argument as the list of entries the C++ side takes: a string is a
+    file's path when that file exists, else the inline form, as ``--weights-schedule``."""
+    if isinstance(schedule, (str, os.PathLike)):
+        return _stoker.weight_schedule_argument(os.fspath(schedule))
+    if isinstance(schedule, Mapping) or not isinstance(schedule, Sequence):
+        raise _stoker.ConfigError(
+            f"weight_schedule {schedule!r} is not a list of entries (dicts with 'step', "
+            "'weights' and optionally 'ramp'), nor the --weights-schedule text or file")
+    if not schedule:
+        raise _stoker.ConfigError("weight_schedule has no entries: give None for a run of "
+                                  "fixed weights")
+    return list(schedule)
+
+
+def _make_config(data: str, *, weights: Optional[Mapping[str, float]] = None,
+                 weight_schedule: Optional[WeightSchedule] = None, seq_len: int = 4096,
+                 batch_size: int = 8, seed: int = 0,
+                 logical_shards: int = 65536, eos_id: Optional[int] = None,
+                 bos_id: Optional[int] = None, prefetch: int = 4, boundaries: bool = False,
+                 positions: str = "restart", io_depth: Union[int, str] = "auto",
+                 io_engine: str = "auto", direct_io: str = "auto",
+                 read_ahead_bytes: Optional[int] = None,
+                 offset_cache_bytes: Optional[int] = None) -> "_stoker.LoaderConfig":
+    """The C++ LoaderConfig of the Loader's settings (``Loader`` documents them)."""
+    config = _stoker.LoaderConfig()
+    config.data = str(data)
+    config.weights = {} if weights is None else (
+        dict(weights) if isinstance(weights, Mapping) else weights)
+    if weight_schedule is not None:  # with weights too: a problem Problems() names
+        config.weight_schedule = _schedule_entries(weight_schedule)
+    config.seq_len = seq_len
+    config.batch_size = batch_size
+    config.seed = seed
+    config.logical_shards = logical_shards
+    config.eos_id = eos_id
+    config.bos_id = bos_id
+    config.prefetch = prefetch
+    config.set_boundaries(boundaries, positions)
+    config.io_depth = 0 if isinstance(io_depth, str) and io_depth == "auto" else io_depth
+    config.io_engine = io_engine
+    config.direct_io = direct_io
+    if read_ahead_bytes is not None:
+        config.read_ahead_bytes = read_ahead_bytes
+    if offset_cache_bytes is not None:
+        config.offset_cache_bytes = offset_cache_bytes
+    return config
+
+
+def config_problems(data: str, **settings: Any) -> List[str]:
+    """Every problem of these ``Loader`` settings that shows without MPI and without reading the
+    corpus (sizes of 0, more memory than a rank may use, ...), one line each, as the loader words
+    them; empty when there is none. Takes the Loader's settings but ``resume_from``, ``comm`` and
+    ``trace_dir``. Needs no communicator and makes no MPI call: a trainer's ``--check`` can run
+    it in a process started without ``mpirun``. A setting of the wrong kind (``positions="x"``)
+    raises ``ConfigError`` instead; a ``weight_schedule`` that does not parse is one of the
+    problems listed."""
+    schedule = settings.pop("weight_schedule", None)
+    config = _make_config(data, **settings)
+    problems = []
+    if schedule is not None:
+        try:
+            config.weight_schedule = _schedule_entries(schedule)
+        except _stoker.ConfigError as error:  # listed with the others, for a trainer's --check
+            problems.append(str(error))
+    return problems + list(config.problems())
+
+
+def parse_weights(text: str) -> Dict[str, float]:
+    """Mixing weights from the command line's form ``NAME=W,NAME=W`` (as ``stoker run
+    --weights``), for ``Loader(weights=...)``; ``ConfigError`` naming the entry that does not
+    parse."""
+    return dict(_stoker.parse_weights(text))
+
+
+def parse_weight_schedule(text: str) -> List[ScheduleEntry]:
+    """A weight schedule from the command line's inline form (as ``stoker run
+    --weights-schedule``): entries separated by ';', ``STEP:NAME=W,...`` a jump to those weights
+    at STEP, ``~STEP:NAME=W,...`` a linear ramp from the entry before's weights, reached at STEP;
+    e.g. ``"0:web=0.7,code=0.3;~10000:web=0.5,code=0.5"``. Gives the list of entries
+    ``Loader(weight_schedule=...)`` takes, ``{"step": int, "ramp": bool, "weights": {name: w}}``
+    (weights as written, not normalized); ``ConfigError`` quoting the entry that does not parse
+    or naming the one of a bad shape (the first entry not at step 0, steps not increasing,
+    negative weights). ``Loader(weight_schedule=...)`` takes the text itself, or a schedule
+    file's path, as well."""
+    return _stoker.parse_weight_schedule(text)

@@ -1,0 +1,176 @@
+"""Scenarios that need a process of their own: slow or failing storage through STOKER_FAULTS
+(which the module reads when Python loads it), a real SIGINT, the exit code. Run by the tests
+(test_signals.py, test_saves.py) as `python3 scenarios.py NAME CORPUS WORK`, a plain process
+outside the test's mpirun job (a world of one rank); each prints what the test checks, one line
+at a time, flushed."""
+
+import os
+import sys
+import threading
+import time
+
+import torch.utils.data
+
+import stoker
+from spinner import Spinner
+
+BASE = dict(seq_len=31, batch_size=3, seed=4, weights={"a": 0.5, "b": 0.3, "c": 0.2},
+            prefetch=1, read_ahead_bytes=0)
+W1 = {"a": 0.1, "b": 0.3, "c": 0.6}
+
+
+def say(*words) -> None:
+    print(*words, flush=True)
+
+
+def interrupted_next(corpus: str, work: str) -> None:
+    """Takes batches, saying "next" before each and "got STEP" after; the test sends SIGINT while
+    one waits for a read STOKER_FAULTS stalls. The handler saves, as a trainer's would; then a
+    loader resumed from that save must hand over the interrupted batch."""
+    loader = stoker.Loader(corpus, **BASE)
+    received = 0
+    try:
+        while True:
+            say("next")
+            received = next(loader)["step"]
+            say("got", received)
+    except KeyboardInterrupt:
+        say("interrupted", time.monotonic())
+        step_dir = os.path.join(work, f"step-{loader.step}")
+        loader.save(step_dir)
+        loader.wait_for_save()
+        say("saved", loader.step, "received", received)
+    reference = stoker.Loader(corpus, **BASE)
+    while reference.step < received:
+        next(reference)
+    expected = next(reference)
+    resumed = next(stoker.Loader(corpus, resume_from=step_dir, **BASE))
+    same = resumed["step"] == expected["step"] and resumed["tokens"].equal(expected["tokens"])
+    say("resumed", resumed["step"], "same" if same else "different")
+    # The first loader's reading thread still sleeps in the stalled read: no wait for it.
+    os._exit(0)
+
+
+def set_weights_during_next(corpus: str, work: str) -> None:
+    """One thread waits in next() for a read STOKER_FAULTS stalls while another sets weights:
+    set_weights waits for that call, and the stream is the one of a loader that set the weights
+    after the step where they took effect (the schedule's last entry)."""
+    loader = stoker.Loader(corpus, **BASE)
+    waiting_since = [0.0]  # when the main thread entered next(); 0 outside
+    done = threading.Event()
+
+    def set_weights():
+        while not (waiting_since[0] and time.monotonic() - waiting_since[0] > 0.3):
+            time.sleep(0.01)
+        say("setting weights while next() waits")
+        loader.set_weights(W1)
+        done.set()
+
+    setter = threading.Thread(target=set_weights)
+    setter.start()
+    batches = []
+    while not done.is_set() or len(batches) < 3 + loader.schedule[-1]["step"]:
+        waiting_since[0] = time.monotonic()
+        batches.append(next(loader))
+        waiting_since[0] = 0.0
+    setter.join()
+    at = loader.schedule[-1]["step"]
+    reference = stoker.Loader(corpus, **BASE)
+    expected = [next(reference) for _ in range(at)]
+    reference.set_weights(W1)
+    expected += [next(reference) for _ in range(len(batches) - at)]
+    differ = [b["step"] for b, e in zip(batches, expected)
+              if b["step"] != e["step"] or not b["tokens"].equal(e["tokens"])]
+    say("set at step", at, "batches", len(batches), "differing", differ)
+    os._exit(0)  # the reading threads are done; no wait for the stalled read's sleep
+
+
+def save_waits_without_the_gil(corpus: str, work: str) -> None:
+    """Two saves in a row, each fsync slowed down: the second waits for the first's write while
+    another thread counts; it counts at about its own speed if save() lets go of the GIL."""
+    loader = stoker.Loader(corpus, **BASE)
+    next(loader)
+    waited = []
+
+    def second_save():  # the first one's file is being written
+        start = time.perf_counter()
+        loader.save(os.path.join(work, "step-1-again"))
+        waited.append(time.perf_counter() - start)
+
+    with Spinner() as spinner:
+        alone = spinner.rate(lambda: time.sleep(0.3))
+        loader.save(os.path.join(work, "step-1"))
+        beside = spinner.rate(second_save)
+    loader.wait_for_save()
+    waited = waited[0]
+    say("waited", f"{waited:.3f}", "ratio", f"{beside / alone:.3f}")
+
+
+def unseen_failed_save(corpus: str, work: str) -> None:
+    """A save whose write fails in the background, and a program that ends without asking."""
+    loader = stoker.Loader(corpus, **BASE)
+    for _ in range(3):
+        next(loader)
+    loader.save(os.path.join(work, "step-3"))
+    say("saved, exiting")
+
+
+def state_dict_of_a_failed_save(corpus: str, work: str) -> None:
+    """state_dict() after a save whose write failed: refused, the first time and after."""
+    loader = stoker.Loader(corpus, **BASE)
+    for _ in range(3):
+        next(loader)
+    loader.save(os.path.join(work, "step-3"))
+    for attempt in (1, 2):
+        try:
+            state = loader.state_dict()
+            say("named", state["step_dir"])
+        except stoker.Error as error:
+            say("refused", type(error).__name__, str(error).replace("\n", " "))
+
+
+class OwnDataset(torch.utils.data.IterableDataset):
+    """A user's own wrapper of a loader, as many write one."""
+
+    def __init__(self, loader):
+        super().__init__()
+        self.loader = loader
+
+    def __iter__(self):
+        for batch in self.loader:
+            yield batch
+
+
+def forked_children(corpus: str, work: str) -> None:
+    """A loader used in forked processes: DataLoader workers (num_workers=2) around the
+    package's LoaderDataset and around a user's own dataset, and a plain os.fork(). Each child
+    must raise ConfigError at its first batch: none is served twice, nothing hangs."""
+    loader = stoker.Loader(corpus, **BASE)
+    for dataset in (stoker.LoaderDataset(loader), OwnDataset(loader)):
+        data = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=2, timeout=20)
+        served, started = 0, time.monotonic()
+        try:
+            for _ in data:
+                served += 1
+                if served == 4:
+                    break
+            say(f"served {served} batches")
+        except Exception as error:  # the worker's, raised again in this process
+            say(f"{type(error).__name__} after {served} batches in "
+                f"{time.monotonic() - started:.1f} s: " + str(error).replace("\n", " "))
+    child = os.fork()
+    if child == 0:
+        try:
+            next(loader)
+            os._exit(3)
+        except stoker.ConfigError as error:
+            say("ConfigError after 0 batches in the child: " + str(error).replace("\n", " "))
+            os._exit(0)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, status
+    say("parent goes on at step", next(loader)["step"])
+
+
+if __name__ == "__main__":
+    name, corpus, work = sys.argv[1:4]
+    globals()[name](corpus, work)

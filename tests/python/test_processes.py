@@ -1,0 +1,126 @@
+"""The loader in a process of its own (scenarios.py), where storage is slowed down or made to
+fail through STOKER_FAULTS: Ctrl-C during a stalled next(), set_weights from another thread
+during one, forked children, saves that wait without the GIL, a failed save that nobody waited
+for. Each runs once per job, on rank 0, as a plain process outside the job."""
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from mpi4py import MPI
+
+SCENARIOS = os.path.join(os.path.dirname(__file__), "scenarios.py")
+only_once = pytest.mark.skipif(MPI.COMM_WORLD.rank != 0, reason="a process of its own; once")
+# The 40th read of the shards (a few batches in) sleeps for 5 s before it is made.
+STALL = "pread:.h5:40:delay=5000"
+
+
+def start(name, corpus, work, faults):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_"))}
+    env["STOKER_FAULTS"] = faults
+    return subprocess.Popen([sys.executable, SCENARIOS, name, corpus, work], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def run(name, corpus, work, faults, timeout=90):
+    process = start(name, corpus, work, faults)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, err = process.communicate()
+        pytest.fail(f"{name} did not end in {timeout} s (a deadlock?): {out} {err[-2000:]}")
+    return process.returncode, out.splitlines(), err
+
+
+def lines_of(process):
+    """(arrival time, line) of the process's output, read on a thread of their own."""
+    arrived = queue.Queue()
+
+    def read():
+        for line in process.stdout:
+            arrived.put((time.monotonic(), line.split()))
+        arrived.put((time.monotonic(), None))
+    threading.Thread(target=read, daemon=True).start()
+    return arrived
+
+
+@only_once
+def test_ctrl_c_during_a_stalled_next_arrives_and_loses_no_batch(corpus, tmp_path):
+    process = start("interrupted_next", corpus, str(tmp_path), STALL)
+    arrived, sent, waiting = lines_of(process), None, None
+    words = []
+    try:
+        while True:
+            try:
+                at, words = arrived.get(timeout=0.5 if waiting else 60)
+            except queue.Empty:  # in next() for 0.5 s: the stalled read
+                process.send_signal(signal.SIGINT)
+                sent, waiting = time.monotonic(), None
+                continue
+            if words is None or words[0] == "interrupted":
+                break
+            waiting = words[0] == "next" and sent is None
+        assert sent is not None and words, f"no stalled next() seen: {process.stderr.read()}"
+        assert at - sent < 1.0, f"Ctrl-C arrived {at - sent:.1f} s after it was sent"
+        saved = arrived.get(timeout=30)[1]
+        resumed = arrived.get(timeout=60)[1]
+    finally:
+        process.kill()
+        process.wait()
+    # "saved S received R": the handler saved the state after the last batch the trainer got.
+    assert saved[0] == "saved" and saved[1] == saved[3], saved
+    # A loader resumed from that save hands over the batch the signal interrupted.
+    assert resumed == ["resumed", str(int(saved[3]) + 1), "same"], resumed
+
+
+@only_once
+def test_set_weights_while_another_thread_waits_in_next(corpus, tmp_path):
+    code, out, err = run("set_weights_during_next", corpus, str(tmp_path), STALL)
+    assert code == 0, err[-2000:]
+    assert out[0] == "setting weights while next() waits", out
+    assert out[-1].endswith("differing []"), out
+
+
+@only_once
+def test_a_loader_in_a_forked_process_raises_at_once(corpus, tmp_path):
+    code, out, err = run("forked_children", corpus, str(tmp_path), "")
+    assert code == 0, err[-2000:]
+    # Each: a DataLoader whose workers wrap the loader (the package's dataset and one of the
+    # user's own), and a plain os.fork(): ConfigError, no batch, within seconds.
+    assert len(out) == 4, out
+    for line in out[:3]:
+        assert line.startswith("ConfigError after 0 batches") and "fork of it" in line, line
+    assert out[3] == "parent goes on at step 1", out
+
+
+@only_once
+def test_save_waits_for_the_previous_write_without_the_gil(corpus, tmp_path):
+    code, out, err = run("save_waits_without_the_gil", corpus, str(tmp_path),
+                         "fsync:.ckpt:*:delay=1500")
+    assert code == 0, err[-2000:]
+    words = out[-1].split()
+    assert float(words[1]) > 1.0, f"the second save did not wait for the first: {out}"
+    # Another thread counts at 0.8 to 1 of its own speed meanwhile; ~0 with the GIL held.
+    assert float(words[3]) > 0.35, out
+
+
+@only_once
+def test_a_failed_save_nobody_waited_for_makes_the_exit_code_1(corpus, tmp_path):
+    code, out, err = run("unseen_failed_save", corpus, str(tmp_path), "fsync:.ckpt:1")
+    assert out == ["saved, exiting"], out
+    assert code == 1, (code, err[-2000:])
+    assert "the save of step 3 into" in err and "fsync" in err, err[-2000:]
+
+
+@only_once
+def test_state_dict_never_names_a_failed_save(corpus, tmp_path):
+    code, out, err = run("state_dict_of_a_failed_save", corpus, str(tmp_path), "fsync:.ckpt:1")
+    assert len(out) == 2, (out, err[-2000:])
+    assert out[0].startswith("refused IoError") and "fsync" in out[0], out
+    assert out[1].startswith("refused ConfigError") and "the save of step 3 into" in out[1], out
