@@ -1,13 +1,13 @@
 #include "loader/loader_setup.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <set>
 #include <utility>
 
 #include "base/check.h"
+#include "loader/document_ids.h"
 #include "loader/shared_settings.h"
 #include "os/read_queue.h"
 #include "shard/discovery.h"
@@ -15,33 +15,13 @@
 
 namespace stoker {
 
-namespace {
-
-[[noreturn]] void Refuse(const std::vector<std::string>& problems) {
+void RefuseConfiguration(const std::vector<std::string>& problems) {
   std::string message = "bad loader configuration:";
   for (const auto& p : problems) message += "\n  " + p;
   throw ConfigError(message, /*collective=*/true);
 }
 
-// The value every shard that has attribute `name` agrees on; a ConfigError when they disagree.
-std::optional<int64_t> CorpusAttribute(const CorpusTable& table, const char* name,
-                                       std::optional<int64_t> ShardInfo::*field) {
-  std::optional<int64_t> value;
-  const ShardInfo* first = nullptr;
-  for (const ShardInfo& shard : table.shards) {
-    if (!(shard.*field)) continue;
-    if (!value) {
-      value = shard.*field;
-      first = &shard;
-    } else if (*value != *(shard.*field)) {
-      Refuse({fmt::format("the corpus's shards disagree on {}: {} has {}, {} has {}; choose one "
-                          "with --{}",
-                          name, first->path, *value, shard.path, *(shard.*field),
-                          std::string(name) == "eos_id" ? "eos-id" : "bos-id")});
-    }
-  }
-  return value;
-}
+namespace {
 
 // Datasets of positive weight at some step of which some rank would own no document: refused,
 // because that rank could not follow the weights (and a rank with nothing at all to read could
@@ -144,62 +124,12 @@ void CheckMemory(const LoaderConfig& config, uint64_t world, uint64_t datasets,
   const double state = StateBytes(config.logical_shards, world, datasets);
   const double bytes = BufferBytes(config) + state;
   if (bytes <= static_cast<double>(budget)) return;
-  Refuse({fmt::format(
+  RefuseConfiguration({fmt::format(
       "the loader would hold {} per rank ({}, and a state of {} for "
       "--logical-shards {} over {} ranks x {} datasets), above the {} it may hold "
       "({})",
       FormatBytes(bytes), BufferBreakdown(config), FormatBytes(state), config.logical_shards, world,
       datasets, FormatBytes(static_cast<double>(budget)), why)});
-}
-
-// A dataset whose shards record no eos_id, given no --eos-id: its documents end with `eos_id`, an
-// id that came from another dataset or is 0, a real token in most vocabularies. The format keeps
-// eos_id optional (a corpus packed from text records it; an import of tokens may not know it), so
-// this is a warning, once, from rank 0.
-void WarnOfDatasetsWithoutEos(const CorpusTable& table, int64_t eos_id, int rank) {
-  if (rank != 0) return;
-  for (const DatasetInfo& d : table.datasets) {
-    bool records = false;
-    for (uint32_t i = d.first_shard; i < d.first_shard + d.num_shards; ++i) {
-      records = records || table.shards[i].eos_id.has_value();
-    }
-    if (records) continue;
-    spdlog::warn(
-        "dataset {} records no eos_id and no eos_id (--eos-id) is given: the loader appends id {} "
-        "to each of its documents ({}); give the id its tokenizer ends documents with",
-        d.name, eos_id, eos_id == 0 ? "0, the default" : "another dataset's eos_id");
-  }
-}
-
-// A BOS id equal to the EOS id (`eos` says where that came from): documents would be framed by
-// one token, and where a document ends and the next begins could not be told apart.
-std::string SameBosAndEos(int64_t id, const char* eos) {
-  return fmt::format(
-      "--bos-id {} is the EOS id ({}): a document's first and last tokens must differ", id, eos);
-}
-
-// EOS and BOS ids every shard's vocabulary holds: an id at or above a shard's vocab_size would
-// put a token the model cannot embed into every row. A BOS id that is the EOS id the corpus gives
-// is refused here (Problems() sees only one given with --eos-id).
-void CheckIdsInVocabulary(const LoaderSetup& setup) {
-  std::vector<std::string> problems;
-  if (setup.bos_id == setup.eos_id) {
-    problems.push_back(SameBosAndEos(setup.eos_id, "the corpus's eos_id, or 0 without one"));
-  }
-  for (const auto& [name, id] :
-       {std::pair<const char*, std::optional<int64_t>>{"--eos-id", setup.eos_id},
-        {"--bos-id", setup.bos_id}}) {
-    if (!id) continue;
-    for (const ShardInfo& shard : setup.table.shards) {
-      if (!shard.vocab_size || *id < *shard.vocab_size) continue;
-      problems.push_back(
-          fmt::format("{} {} is outside the vocabulary of {}: vocab_size {} "
-                      "(ids 0 to {})",
-                      name, *id, shard.path, *shard.vocab_size, *shard.vocab_size - 1));
-      break;
-    }
-  }
-  if (!problems.empty()) Refuse(problems);
 }
 
 }  // namespace
@@ -340,7 +270,7 @@ MixSchedule ResolveSchedule(const LoaderConfig& config, const CorpusTable& table
                        .ramp = schedule[k].ramp,
                        .weights = ResolveWeights(schedule[k].weights, table, what, &problems)});
   }
-  if (!problems.empty()) Refuse(problems);
+  if (!problems.empty()) RefuseConfiguration(problems);
   return MixSchedule(std::move(entries));
 }
 
@@ -348,7 +278,7 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, LoaderConfig* settings) {
   const LoaderConfig& config = *settings;
   // The memory budget is the node's: ranks on nodes of other sizes may disagree.
   mpi::FailTogether(comm, [&] {
-    if (auto problems = config.Problems(); !problems.empty()) Refuse(problems);
+    if (auto problems = config.Problems(); !problems.empty()) RefuseConfiguration(problems);
   });
   RequireSharedSettings(comm, config);
   LoaderSetup setup;
@@ -360,7 +290,7 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, LoaderConfig* settings) {
                 ranks_on_node);
   });
   if (static_cast<uint64_t>(comm.size()) > config.logical_shards) {
-    Refuse({config.resume_from.empty()
+    RefuseConfiguration({config.resume_from.empty()
                 ? fmt::format("{} ranks but only {} logical shards: every rank needs at least "
                               "one (raise --logical-shards)",
                               comm.size(), config.logical_shards)
@@ -370,11 +300,7 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, LoaderConfig* settings) {
                               config.logical_shards, config.logical_shards)});
   }
   setup.planner.schedule = ResolveSchedule(config, setup.table);
-  setup.eos_id = config.eos_id.value_or(
-      CorpusAttribute(setup.table, "eos_id", &ShardInfo::eos_id).value_or(0));
-  setup.bos_id = config.bos_id;
-  if (!config.eos_id) WarnOfDatasetsWithoutEos(setup.table, setup.eos_id, comm.rank());
-  CheckIdsInVocabulary(setup);
+  ResolveDocumentIds(config, comm.rank(), &setup);
   PlannerConfig& p = setup.planner;
   p.seed = config.seed;
   p.logical_shards = config.logical_shards;
@@ -383,7 +309,7 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, LoaderConfig* settings) {
   p.row_tokens = config.seq_len + 1;
   p.bos = setup.bos_id.has_value();
   for (const DatasetInfo& info : setup.table.datasets) p.datasets.push_back({info.name, info.docs});
-  if (auto problems = RanksWithoutDocuments(p, p.world); !problems.empty()) Refuse(problems);
+  if (auto problems = RanksWithoutDocuments(p, p.world); !problems.empty()) RefuseConfiguration(problems);
   return setup;
 }
 

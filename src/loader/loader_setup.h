@@ -25,6 +25,10 @@ struct LoaderSetup {
   PlannerConfig planner;  // with the weight schedule (ResolveSchedule)
 };
 
+// Throws the ConfigError of a configuration the corpus cannot serve, marked collective (every rank
+// finds the same problems in the same table): "bad loader configuration:" and a line a problem.
+[[noreturn]] void RefuseConfiguration(const std::vector<std::string>& problems);
+
 // Collective over `comm`. Settles what `*config` leaves to the job (io_depth 0 becomes this rank's
 // share of its node's depth, RankIoDepth). Throws ConfigError or DataError on every rank together.
 LoaderSetup SetUpLoader(const mpi::Comm& comm, LoaderConfig* config);
