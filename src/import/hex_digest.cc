@@ -79,21 +79,22 @@ std::string OpenSslHex(const char* name, const void* data, size_t n) {
   return Hex(digest, length);
 }
 
+const DigestKind* FindKind(std::string_view kind) {
+  const auto* it = std::find_if(kKinds.begin(), kKinds.end(),
+                                [kind](const DigestKind& k) { return k.name == kind; });
+  return it == kKinds.end() ? nullptr : it;
+}
+
 }  // namespace
 
 std::optional<std::string> HexDigest(std::string_view kind, std::span<const std::byte> data) {
-  for (const DigestKind& k : kKinds) {
-    if (k.name != kind) continue;
-    return k.openssl == nullptr ? XxHex(kind, data.data(), data.size())
-                                : OpenSslHex(k.openssl, data.data(), data.size());
-  }
-  return std::nullopt;
+  const DigestKind* k = FindKind(kind);
+  if (k == nullptr) return std::nullopt;
+  return k->openssl == nullptr ? XxHex(kind, data.data(), data.size())
+                               : OpenSslHex(k->openssl, data.data(), data.size());
 }
 
-bool ComputesHexDigest(std::string_view kind) {
-  return std::any_of(kKinds.begin(), kKinds.end(),
-                     [kind](const DigestKind& k) { return k.name == kind; });
-}
+bool ComputesHexDigest(std::string_view kind) { return FindKind(kind) != nullptr; }
 
 std::string HexDigestKinds() {
   std::vector<std::string_view> names;

@@ -91,7 +91,7 @@ void EndOfDocumentProblems(const ImportSpec& spec, std::vector<std::string>* pro
   for (const auto& [flag, id] : ids) {
     if (id && *id > kMaxTokenId) {
       problems->push_back(fmt::format("{} {} is above 2^63 - 1", flag, *id));
-    } else if (id && spec.vocab_size > 0 && *id >= *spec.vocab_size) {
+    } else if (id && spec.vocab_size.value_or(0) > 0 && *id >= *spec.vocab_size) {
       problems->push_back(
           fmt::format("{} {} is not below --vocab-size {}", flag, *id, *spec.vocab_size));
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "base/check.h"
@@ -264,14 +265,12 @@ class MdsInput : public ImportInput {
   }
 
   std::vector<std::string> Warnings() const override {
-    std::vector<std::string> kinds;
-    const MdsShard* first = nullptr;
+    std::set<std::string> kinds;
+    const MdsShard* first = nullptr;  // the first that lists one, to name its index
     for (const MdsShard& s : shards_) {
-      for (const std::string& kind : UncheckedHashKinds(s)) {
-        if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) continue;
-        kinds.push_back(kind);
-        if (first == nullptr) first = &s;
-      }
+      const std::set<std::string> unchecked = UncheckedHashKinds(s);
+      if (first == nullptr && !unchecked.empty()) first = &s;
+      kinds.insert(unchecked.begin(), unchecked.end());
     }
     if (kinds.empty()) return {};
     return {

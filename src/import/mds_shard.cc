@@ -74,19 +74,17 @@ std::vector<std::byte> LoadShard(const MdsShard& shard) {
   const size_t n = ZSTD_decompress(raw.data(), raw.size(), stored.data(), stored.size());
   STOKER_CHECK(!ZSTD_isError(n), DataError, "{}: zstd cannot decompress it: {}", shard.path,
                ZSTD_getErrorName(n));
-  STOKER_CHECK(n == shard.raw_bytes, DataError, "{} decompresses to {} bytes, but {} says {}",
-               shard.path, n, shard.index, shard.raw_bytes);
+  STOKER_ASSERT(n == shard.raw_bytes, "{}: {} bytes decompressed where its frames declared {}",
+                shard.path, n, shard.raw_bytes);
   CheckHashes(shard.raw_hashes, raw, "its decompressed bytes", shard);
   return raw;
 }
 
-std::vector<std::string> UncheckedHashKinds(const MdsShard& shard) {
-  std::vector<std::string> kinds;
+std::set<std::string> UncheckedHashKinds(const MdsShard& shard) {
+  std::set<std::string> kinds;
   for (const MdsHashes* hashes : {&shard.stored_hashes, &shard.raw_hashes}) {
     for (const auto& [kind, digest] : *hashes) {
-      if (!ComputesHexDigest(kind) && std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
-        kinds.push_back(kind);
-      }
+      if (!ComputesHexDigest(kind)) kinds.insert(kind);
     }
   }
   return kinds;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,6 @@ struct MdsShard {
 std::vector<std::byte> LoadShard(const MdsShard& shard);
 
 // The hash kinds `shard` lists that stoker does not compute (and so does not check).
-std::vector<std::string> UncheckedHashKinds(const MdsShard& shard);
+std::set<std::string> UncheckedHashKinds(const MdsShard& shard);
 
 }  // namespace stoker

@@ -53,6 +53,9 @@ class Loader::Impl {
 
  private:
   OrderIdentity Identity() const;
+  // The reading pipeline; InternalError when a failed SetWeights left none.
+  BatchStream& Stream() const;
+  std::optional<Batch> Deliver(BatchStream::Ready ready);
   RankState StartingState();
   void FollowNewSchedule(const MixSchedule& saved, RankState* state) const;
 
@@ -149,24 +152,28 @@ void Loader::Impl::Save(const std::string& step_dir) {
                  std::move(record));
 }
 
-std::optional<Batch> Loader::Impl::Next() {
+BatchStream& Loader::Impl::Stream() const {
   if (!stream_) {
     throw InternalError(
         fmt::format("rank {}: no reading pipeline since a SetWeights failed to "
                     "start one",
                     comm_.rank()));
   }
-  BatchStream::Ready ready = stream_->Next();
+  return *stream_;
+}
+
+// The batch handed to the trainer, and the state after it.
+std::optional<Batch> Loader::Impl::Deliver(BatchStream::Ready ready) {
   ApplyDelta(ready.delta, &delivered_);
   return std::move(ready.batch);
 }
 
+std::optional<Batch> Loader::Impl::Next() { return Deliver(Stream().Next()); }
+
 bool Loader::Impl::TryNext(std::chrono::milliseconds timeout, std::optional<Batch>* batch) {
-  if (!stream_) Next();  // throws: no reading pipeline
-  std::optional<BatchStream::Ready> ready = stream_->TryNext(timeout);
+  std::optional<BatchStream::Ready> ready = Stream().TryNext(timeout);
   if (!ready) return false;
-  ApplyDelta(ready->delta, &delivered_);
-  *batch = std::move(ready->batch);
+  *batch = Deliver(std::move(*ready));
   return true;
 }
 

@@ -1,6 +1,6 @@
 """Scenarios that need a process of their own: slow or failing storage through STOKER_FAULTS
 (which the module reads when Python loads it), a real SIGINT, the exit code. Run by the tests
-(test_signals.py, test_saves.py) as `python3 scenarios.py NAME CORPUS WORK`, a plain process
+(test_processes.py) as `python3 scenarios.py NAME CORPUS WORK`, a plain process
 outside the test's mpirun job (a world of one rank); each prints what the test checks, one line
 at a time, flushed."""
 

@@ -24,7 +24,8 @@ def readme_python_lines():
 
 @only_once
 def test_the_main_command_builds_the_python_package():
-    built = re.search(r'STOKER_BUILD_TARGETS="([^"]*)" scripts/build.sh', read("scripts", "main.sh"))
+    main = read("scripts", "main.sh")
+    built = re.search(r'STOKER_BUILD_TARGETS="([^"]*)" scripts/build.sh', main)
     package = re.search(r"pybind11_add_module\((\w+)", read("src", "python", "CMakeLists.txt"))
     assert package.group(1) in built.group(1).split(), built.group(0)
 

@@ -18,8 +18,9 @@ class LoaderDataset(torch.utils.data.IterableDataset):
     stoker); ``num_workers=0`` because stoker reads ahead on its own thread, in the training
     process, and a worker process would be a fork of an MPI rank holding a copy of the loader's
     state: its batches would not be this rank's. Taking a batch in a worker raises
-    ``ConfigError`` at once (as for any use of a loader in a forked process). Without workers the DataLoader takes one batch at a time, so ``loader.set_weights`` between
-    two batches rules from the next one it yields, as on the loader itself."""
+    ``ConfigError`` at once (as for any use of a loader in a forked process). Without workers
+    the DataLoader takes one batch at a time, so ``loader.set_weights`` between two batches
+    rules from the next one it yields, as on the loader itself."""
 
     def __init__(self, loader: Loader) -> None:
         super().__init__()

@@ -112,7 +112,6 @@ class Loader:
             offset_cache_bytes=offset_cache_bytes)
         config.resume_from = str(resume_from or "")
         self._config = config
-        self._comm = comm
         self._loader = _stoker.Loader(_handle(comm), config, str(trace_dir or ""))
         # (step folder, step) of the state at the current step, by a save() or where the
         # loader resumed from; why not, when the last save failed.
@@ -198,13 +197,13 @@ class Loader:
         with the same weights (the ranks' streams are then those of the schedule that jumps at
         this step); a call whose step or weights differ between ranks raises ``ConfigError`` on
         every rank, naming them and their ranks, and changes nothing. The batches read ahead
-        are dropped and read again (the GIL is released meanwhile). The next ``save()`` records the change,
-        but a resume follows its own configuration's schedule: a trainer that sets weights
-        online sets them again after it resumes (or resumes with ``weight_schedule=`` the
-        ``schedule`` it kept with the checkpoint, for the very same stream). ``ConfigError``
-        naming the problem for weights the corpus cannot follow (an unknown dataset, all 0, a
-        dataset without tokens or without documents on some rank): the loader goes on as
-        before then."""
+        are dropped and read again (the GIL is released meanwhile). The next ``save()``
+        records the change, but a resume follows its own configuration's schedule: a trainer
+        that sets weights online sets them again after it resumes (or resumes with
+        ``weight_schedule=`` the ``schedule`` it kept with the checkpoint, for the very same
+        stream). ``ConfigError`` naming the problem for weights the corpus cannot follow (an
+        unknown dataset, all 0, a dataset without tokens or without documents on some rank):
+        the loader goes on as before then."""
         if isinstance(weights, Mapping):
             weights = dict(weights)
         self._loader.set_weights(weights)
@@ -289,7 +288,6 @@ class Loader:
                 f"load_state_dict(): the state of {state['step_dir']} is of another order: " +
                 "; ".join(differ))
         self._loader.resume(str(state["step_dir"]))
-        self._config.resume_from = str(state["step_dir"])
         self._saved = (str(state["step_dir"]), self._loader.step)
         self._save_failed = ""
 
@@ -303,12 +301,12 @@ class Loader:
 # failed unseen (loaders gone before). A forked child's exit leaves its parent's saves alone.
 _LOADERS: "weakref.WeakSet[Loader]" = weakref.WeakSet()
 _FAILED_SAVES: List[str] = []
-_FORKED = [False]
+_FORKED = False
 
 
 def _forked() -> None:
-    _FORKED[0] = True
-    _LOADERS.clear()
+    global _FORKED
+    _FORKED = True
 
 
 os.register_at_fork(after_in_child=_forked)
@@ -316,7 +314,7 @@ os.register_at_fork(after_in_child=_forked)
 
 def _check_last_save(loader: Loader) -> None:
     """Waits for the loader's last save; notes its failure, if nobody saw it yet."""
-    if _FORKED[0] or not hasattr(loader, "_loader"):
+    if _FORKED or not hasattr(loader, "_loader"):
         return
     try:
         loader.wait_for_save()
