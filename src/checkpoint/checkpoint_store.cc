@@ -54,6 +54,18 @@ std::string CorpusRecordPath(const std::string& step_dir) {
   return step_dir + "/loader/corpus.table";
 }
 
+std::string TrainerFilesPath(const std::string& step_dir) { return step_dir + "/trainer.files"; }
+
+std::vector<std::string> ParseTrainerFiles(std::string_view text) {
+  std::vector<std::string> names;
+  while (!text.empty()) {
+    const size_t end = std::min(text.find('\n'), text.size());
+    if (end > 0) names.emplace_back(text.substr(0, end));
+    text.remove_prefix(std::min(end + 1, text.size()));
+  }
+  return names;
+}
+
 namespace {
 
 StepFolder DescribeLoaderFiles(const std::string& step_dir) {
@@ -98,9 +110,19 @@ StepFolder DescribeLoaderFiles(const std::string& step_dir) {
 StepFolder DescribeStepFolder(const std::string& step_dir,
                               const std::vector<std::string>& required_files) {
   StepFolder folder = DescribeLoaderFiles(step_dir);
-  for (const std::string& name : required_files) {
-    std::error_code ec;
-    if (!fs::is_regular_file(step_dir + "/" + name, ec)) {
+  std::vector<std::string> names = required_files;
+  // The files the run session recorded as the trainer's (written before any rank file).
+  std::error_code ec;
+  if (fs::is_regular_file(TrainerFilesPath(step_dir), ec)) {
+    for (std::string& name : ParseTrainerFiles(ReadFile(TrainerFilesPath(step_dir)))) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  }
+  for (const std::string& name : names) {
+    if (name.starts_with('/') || fs::path(name).lexically_normal().string().starts_with("..")) {
+      folder.problems.push_back(fmt::format("{} names {}, outside the step folder",
+                                            TrainerFilesPath(step_dir), name));
+    } else if (!fs::is_regular_file(step_dir + "/" + name, ec)) {
       folder.problems.push_back(name + " is missing");
     }
   }

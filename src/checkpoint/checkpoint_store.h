@@ -2,16 +2,19 @@
 //
 //   CHECKPOINT_DIR/step-<N>/loader/rank-<RRRRR>-of-<WWWWW>.ckpt
 //   CHECKPOINT_DIR/step-<N>/loader/corpus.table   (rank 0's corpus record; not in older steps)
+//   CHECKPOINT_DIR/step-<N>/trainer.files         (the trainer's files, one name a line)
 //
-// A trainer saves its own files (model, optimizer) beside `loader/` in the same step folder. A
-// step is complete when every rank file of its world size is there (a job killed while saving
-// leaves a step with some files missing, or only .tmp files, which are never read). Not
-// collective; thread safe (no shared state).
+// A trainer saves its own files (model, optimizer) beside `loader/` in the same step folder; the
+// run session (stoker/run_session.h) records their names in trainer.files before any rank file
+// is written. A step is complete when every rank file of its world size is there and every file
+// trainer.files names (a job killed while saving leaves a step with some files missing, or only
+// .tmp files, which are never read). Not collective; thread safe (no shared state).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/checkpoint_codec.h"
@@ -25,6 +28,10 @@ std::string CheckpointPath(const std::string& step_dir, uint64_t rank, uint64_t 
 // step_dir/loader/corpus.table: the corpus record rank 0 writes (corpus_record_file.h). Not a
 // rank file: it plays no part in whether a step is complete.
 std::string CorpusRecordPath(const std::string& step_dir);
+// step_dir/trainer.files: the names of the trainer's files, relative to the step folder.
+std::string TrainerFilesPath(const std::string& step_dir);
+// The names of a trainer.files text (one a line; empty lines skipped).
+std::vector<std::string> ParseTrainerFiles(std::string_view text);
 
 struct StepFolder {
   std::string path;
@@ -35,9 +42,10 @@ struct StepFolder {
 };
 
 // One step folder: its rank files, and whether they are all there. `required_files`: a
-// trainer's own files (relative to the step folder, e.g. "model.pt"); a step lacking one, or
-// holding something other than a regular file by that name, is not complete. Reads names only,
-// never a file's content (CheckpointStep, checkpoint_step.h, checks those).
+// trainer's own files (relative to the step folder, e.g. "model.pt"), beside those its
+// trainer.files names; a step lacking one, or holding something other than a regular file by
+// that name, is not complete. Reads names and trainer.files only, never a rank file's content
+// (CheckpointStep, checkpoint_step.h, checks those).
 StepFolder DescribeStepFolder(const std::string& step_dir,
                               const std::vector<std::string>& required_files = {});
 

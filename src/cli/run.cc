@@ -3,12 +3,12 @@
 // each batch it delivers, before it takes the next, to DIR/rank-<r>.bin (raw little-endian int64
 // rows of seq_len + 1 tokens), for tests and for checking a run's order by hand. With --trace DIR
 // every rank writes the pieces of each batch it delivers, before it takes the next, to
-// DIR/from-<S>/rank-<r>-of-<W>.trace (loader/piece_trace.h), for `stoker audit`.
+// DIR/from-<S>/rank-<r>-of-<W>.trace (stoker/trace.h), for `stoker audit`. The run session
+// (stoker/run_session.h) holds the rest of the job: settings checked, resume, saves, result.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -21,34 +21,26 @@
 #include "base/check.h"
 #include "cli/commands.h"
 #include "cli/config_file.h"
-#include "cli/json_text.h"
-#include "loader/piece_trace.h"
 #include "os/files.h"
 #include "os/posix_io.h"
 #include "os/unique_fd.h"
 #include "stoker/loader.h"
 #include "stoker/loader_options.h"
 #include "stoker/log.h"
+#include "stoker/run_session.h"
 #include "stoker/weights.h"
 
 namespace stoker::cli {
 
 namespace {
 
+// stoker run's own defaults differ from a trainer's: a shorter run that saves only when asked.
 struct RunOptions {
-  LoaderConfig config;
-  std::string weights;  // parsed at run time (LoaderConfig::SetMixing)
-  std::string weights_schedule;
+  RunSettings run{.steps = 100, .save_every = 0, .save_last = false};
   std::optional<int64_t> eos_id;
   std::optional<int64_t> bos_id;
-  uint64_t steps = 100;
   std::string dump;
-  std::string trace;           // --trace
-  std::string config_file;     // --config
-  std::string checkpoint_dir;  // --checkpoint-dir
-  uint64_t save_every = 0;     // --save-every (0: never)
-  bool resume = false;         // --resume
-  bool start_over = false;     // --start-over
+  std::string config_file;  // --config
 };
 
 // DIR/rank-<r>.bin, created afresh; every batch goes out with write(2) before the next one is
@@ -86,92 +78,48 @@ class Dump {
   UniqueFd pieces_;
 };
 
-double Since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 int RunRun(const RunOptions& options, const mpi::Comm& world) {
-  LoaderConfig config = options.config;
-  config.eos_id = options.eos_id;
-  config.bos_id = options.bos_id;
+  RunSettings settings = options.run;
+  settings.loader.eos_id = options.eos_id;
+  settings.loader.bos_id = options.bos_id;
+  // Again here: CLI11's needs() does not see keys of a --config file.
   mpi::FailTogether(world, [&] {
-    STOKER_CHECK(!config.data.empty(), ConfigError,
-                 "--data is required: the corpus folder, on the command line or as data = "
-                 "\"DIR\" in --config");
-    config.SetMixing(options.weights, options.weights_schedule);
-    STOKER_CHECK(!options.resume || !options.checkpoint_dir.empty(), ConfigError,
-                 "--resume needs --checkpoint-dir");
-    STOKER_CHECK(options.save_every == 0 || !options.checkpoint_dir.empty(), ConfigError,
+    STOKER_CHECK(settings.save_every == 0 || !settings.checkpoint_dir.empty(), ConfigError,
                  "--save-every needs --checkpoint-dir");
-    STOKER_CHECK(!options.start_over || options.save_every > 0, ConfigError,
-                 "--start-over needs --checkpoint-dir and --save-every (a run that saves)");
-    // Again here: CLI11's excludes() does not see keys of a --config file.
-    STOKER_CHECK(!options.start_over || !options.resume, ConfigError,
-                 "--resume and --start-over exclude each other");
   });
-  const auto start = std::chrono::steady_clock::now();
-  if (options.resume) {
-    // A run that saves sets aside the newer, interrupted step folders, never to mix with them.
-    const auto step_dir = options.save_every > 0
-                              ? Loader::PrepareResume(world.get(), options.checkpoint_dir)
-                              : Loader::FindResumeStep(world.get(), options.checkpoint_dir);
-    if (step_dir) config.resume_from = *step_dir;
-    if (!step_dir)
-      spdlog::info("run: no checkpoint in {} yet: starting at step 0", options.checkpoint_dir);
-  }
-  Loader loader(world.get(), config);
-  // Once the run is known to start (corpus and configuration checked): an earlier run's steps
-  // are refused, or deleted with --start-over, before the first save.
-  if (!options.resume && options.save_every > 0) {
-    Loader::PrepareFreshStart(world.get(), options.checkpoint_dir, options.start_over);
-  }
-  const double startup = Since(start);
+  if (!CheckRunSettings(world.get(), settings, nullptr, "stoker run")) return 2;
+  RunSession session(world.get(), settings, {.tag = "run"});
+  Loader loader(world.get(), session.loader_config());
+  session.Start(loader);
   std::optional<Dump> dump;
   if (!options.dump.empty()) dump.emplace(options.dump, world.rank());
-  std::optional<PieceTraceWriter> trace;
-  if (!options.trace.empty()) OpenPieceTrace(world, options.trace, loader.step(), &trace);
 
-  const auto streaming = std::chrono::steady_clock::now();
-  double waiting = 0, last_report = 0;
-  uint64_t tokens = 0, step = loader.step(), batches = 0;
-  while (step < options.steps) {
-    const auto asked = std::chrono::steady_clock::now();
-    std::optional<Batch> batch = loader.Next();
-    waiting += Since(asked);
-    if (!batch) break;
-    step = batch->step;
+  double last_report = 0;
+  uint64_t tokens = 0, batches = 0;
+  while (session.Running()) {
+    const Batch batch = session.Next();
     ++batches;
-    tokens += batch->tokens.size();
-    if (dump) dump->Write(*batch);
-    if (trace) trace->Write(*batch);
-    if (options.save_every > 0 && step % options.save_every == 0) {
-      loader.Save(fmt::format("{}/{}", options.checkpoint_dir, "step-" + std::to_string(step)));
-    }
-    if (const double now = Since(streaming); now - last_report >= 5 && world.rank() == 0) {
-      spdlog::info("run: step {} of {}, {:.1f} M tokens/s on this rank", step, options.steps,
-                   tokens / now / 1e6);
+    tokens += batch.tokens.size();
+    if (dump) dump->Write(batch);
+    session.EndStep(false, nullptr);
+    if (const double now = session.seconds(); now - last_report >= 5 && world.rank() == 0) {
+      spdlog::info("run: step {} of {}, {:.1f} M tokens/s on this rank", batch.step,
+                   settings.steps, tokens / now / 1e6);
       last_report = now;
     }
   }
-  loader.WaitForSave();
-  const double seconds = Since(streaming);
   const uint64_t all_tokens = world.Sum(tokens);
-  const double max_wait = static_cast<double>(world.Max(static_cast<uint64_t>(waiting * 1e6)));
-  if (world.rank() == 0) {
-    nlohmann::json line = {
-        {"ranks", world.size()},
-        {"steps", step},
-        {"batches", batches},
-        {"tokens", all_tokens},
-        {"seconds", seconds},
-        {"tokens_per_second", seconds > 0 ? all_tokens / seconds : 0.0},
-        {"tokens_per_second_per_rank", seconds > 0 ? all_tokens / seconds / world.size() : 0.0},
-        {"startup_seconds", startup},
-        {"max_wait_seconds", max_wait / 1e6},
-        {"seq_len", config.seq_len},
-        {"batch_size", config.batch_size}};
-    std::puts(JsonText(line).c_str());
-  }
+  const double seconds = session.seconds();
+  const LoaderConfig& config = session.loader_config();
+  const nlohmann::json fields = {
+      {"steps", loader.step()},
+      {"batches", batches},
+      {"tokens", all_tokens},
+      {"tokens_per_second", seconds > 0 ? all_tokens / seconds : 0.0},
+      {"tokens_per_second_per_rank", seconds > 0 ? all_tokens / seconds / world.size() : 0.0},
+      {"seq_len", config.seq_len},
+      {"batch_size", config.batch_size}};
+  session.Finish(fields.dump(), nullptr);
   return 0;
 }
 
@@ -179,7 +127,7 @@ int RunRun(const RunOptions& options, const mpi::Comm& world) {
 
 Command SetupRun(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
-  LoaderConfig& c = options->config;
+  LoaderConfig& c = options->run.loader;
   CLI::App* sub = app.add_subcommand(
       "run",
       "Stream batches from the loader as a trainer would.\n"
@@ -193,12 +141,12 @@ Command SetupRun(CLI::App& app) {
   // Not required() in CLI11: --config may give it (checked in RunRun, once the file is applied).
   sub->add_option("--data", c.data,
                   "Corpus folder (see docs/format.md); required, here or in --config");
-  AddMixingOptions(sub, &options->weights, &options->weights_schedule);
+  AddMixingOptions(sub, &options->run.weights, &options->run.weights_schedule);
   sub->add_option("--seq-len", c.seq_len, "Tokens per training sequence; rows hold seq-len + 1")
       ->capture_default_str();
   sub->add_option("--batch-size", c.batch_size, "Rows per batch on each rank")
       ->capture_default_str();
-  sub->add_option("--steps", options->steps, "Stop after this global step")->capture_default_str();
+  sub->add_option("--steps", options->run.steps, "Stop after this global step")->capture_default_str();
   sub->add_option("--seed", c.seed, "Seed of the order (same seed, same order)")
       ->capture_default_str();
   sub->add_option("--logical-shards", c.logical_shards,
@@ -217,24 +165,24 @@ Command SetupRun(CLI::App& app) {
                   "of seq-len + 1 tokens), each before the next batch is taken, and what its rows "
                   "are made of to DIR/rank-<r>.pieces (per document piece five little-endian "
                   "uint64: dataset, document, epoch, first framed position, count)");
-  sub->add_option("--trace", options->trace,
+  sub->add_option("--trace", options->run.trace_dir,
                   "Write what every rank delivers, for `stoker audit DIR`: per batch, before the "
                   "next is taken, one record per document piece (step, dataset, document, epoch, "
                   "first framed position, count) to DIR/from-<S>/rank-<r>-of-<W>.trace, S being "
                   "the step the run starts from (0, or the resumed step). Traces of runs from "
                   "step S or later are removed first: they are replayed");
-  sub->add_option("--checkpoint-dir", options->checkpoint_dir,
+  sub->add_option("--checkpoint-dir", options->run.checkpoint_dir,
                   "Folder of checkpoints: --save-every writes DIR/step-<N>/loader/, one file per "
                   "rank; --resume goes on from the newest complete step");
-  sub->add_option("--save-every", options->save_every,
+  sub->add_option("--save-every", options->run.save_every,
                   "Save the loader's state every K global steps (0: never)")
       ->capture_default_str();
   CLI::Option* resume = sub->add_flag(
-      "--resume", options->resume,
+      "--resume", options->run.resume,
       "Go on from the newest complete step under --checkpoint-dir, on any number of "
       "ranks (no step folder yet: start at step 0; step folders none of which is complete: "
       "refused); --steps N still stops after global step N");
-  sub->add_flag("--start-over", options->start_over,
+  sub->add_flag("--start-over", options->run.start_over,
                 "Start at step 0 although --checkpoint-dir holds step folders of an earlier run: "
                 "they are deleted first. Without it (and without --resume) such a run is refused, "
                 "never overwriting them")

@@ -29,12 +29,12 @@ namespace {
 using stoker::train::TrainOptions;
 
 void BindData(CLI::App& app, TrainOptions& o) {
-  stoker::LoaderConfig& c = o.loader;
+  stoker::LoaderConfig& c = o.run.loader;
   c.seq_len = 128;
   c.batch_size = 16;
   app.add_option("--data", c.data, "Corpus folder (docs/format.md), e.g. one made by stoker pack")
       ->required();
-  stoker::AddMixingOptions(&app, &o.weights, &o.weights_schedule);
+  stoker::AddMixingOptions(&app, &o.run.weights, &o.run.weights_schedule);
   app.add_option("--seq-len", c.seq_len, "Tokens per training sequence (the model's context)")
       ->capture_default_str();
   app.add_option("--batch-size", c.batch_size, "Sequences per step on each rank")
@@ -68,40 +68,42 @@ void BindModel(CLI::App& app, TrainOptions& o) {
 }
 
 void BindRun(CLI::App& app, TrainOptions& o) {
-  app.add_option("--steps", o.steps, "Stop after this global step")->capture_default_str();
+  app.add_option("--steps", o.run.steps, "Stop after this global step")->capture_default_str();
   CLI::Option* dir = app.add_option(
-      "--checkpoint-dir", o.checkpoint_dir,
+      "--checkpoint-dir", o.run.checkpoint_dir,
       "Folder of checkpoints (shared storage on a cluster): step-<N>/ holds model.pt, "
       "optimizer.pt, trainer.json and loader/ (one file per rank). A checkpoint is also saved at "
       "the last step and when a signal stops the run");
-  app.add_option("--save-every", o.save_every, "Save a checkpoint every K global steps (0: never)")
+  app.add_option("--save-every", o.run.save_every,
+                 "Save a checkpoint every K global steps (0: none on a schedule; the last step "
+                 "and the step a stop signal ends the run at are saved all the same)")
       ->capture_default_str()
       ->needs(dir);
   CLI::Option* resume =
-      app.add_flag("--resume", o.resume,
+      app.add_flag("--resume", o.run.resume,
                    "Go on from the newest complete step under --checkpoint-dir, on any number of "
                    "ranks (the loader rescales its state); none yet: start at step 0. Safe to "
                    "pass always")
           ->needs(dir);
-  app.add_flag("--start-over", o.start_over,
+  app.add_flag("--start-over", o.run.start_over,
                "Start at step 0 although --checkpoint-dir holds step folders of an earlier run: "
                "they are deleted first. Without it (and without --resume) such a run is refused, "
                "never overwriting them")
       ->needs(dir)
       ->excludes(resume);
-  app.add_option("--trace", o.trace_dir,
+  app.add_option("--trace", o.run.trace_dir,
                  "Write what every rank was handed to DIR/from-<step>/rank-<r>-of-<W>.trace, for "
                  "`stoker audit DIR` (no token lost or repeated across resumes)");
   app.add_option("--log-every", o.log_every,
                  "Log step, loss, tokens/s and data-wait share every K steps (0: never)")
       ->capture_default_str();
-  app.add_option("--result", o.result_file,
+  app.add_option("--result", o.run.result_file,
                  "Also write the JSON object of the summary line into FILE (rank 0, atomically: "
                  "temporary file and rename), also when a signal stopped the run early "
                  "(stopped_early, end_step): for "
                  "the job's own records (RESULT_FILE of jobs/). A FILE that cannot be written "
                  "is an error before training (exit 2)");
-  app.add_option("--ready-file", o.ready_file,
+  app.add_option("--ready-file", o.run.ready_file,
                  "Rank 0 creates FILE once every rank has started and can take SIGUSR1 or "
                  "SIGTERM: a job script holds a stop signal until then (jobs/common.sh), since "
                  "one sent earlier can reach a rank before it could catch it, or no rank at all");
@@ -139,7 +141,7 @@ class MpiSession {
 }  // namespace
 
 int main(int argc, char** argv) {
-  stoker::train::InstallStopHandlers();
+  stoker::InstallStopHandlers();
   // Seen before the parse, which comes after MPI's start-up (only rank 0 prints parse errors).
   const bool check = HasFlag(argc, argv, "--check");
   std::optional<MpiSession> session;

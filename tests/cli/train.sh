@@ -13,7 +13,8 @@
 #   - with --doc-mask (attention within documents) the loss falls by more than 1.5 nats too;
 #   - a resume on the same rank count is bit-exact: 10 steps + resume to 20 give the model of an
 #     uninterrupted 20-step run (model, optimizer and loader state all restored);
-#   - a step folder without model.pt is passed over; a model of another shape is refused;
+#   - a step folder without model.pt is passed over (by `stoker steps` too, which reads the
+#     trainer's files from the step folder's trainer.files); a model of another shape is refused;
 #   - a fresh run into a folder of step folders is refused without touching them; a negative
 #     --steps or --warmup, and a model larger than a rank can hold, are refused before training.
 # Environment: STOKER, STOKER_TRAIN, MPIRUN, STOKER_SOURCE (see tests/CMakeLists.txt).
@@ -134,8 +135,14 @@ c_sum=$(json 'd["model_checksum"]' < "$work/c.out")
   fail "10 + 10 resumed steps did not give the model of 20 steps in one run"
 echo "resume at the same rank count is bit-exact (model $c_sum)"
 
-# 5. A step folder without model.pt is incomplete: the resume goes back to step-10.
+# 5. A step folder without model.pt is incomplete: the resume goes back to step-10. The step
+#    folder records the trainer's files, so `stoker steps` knows that without being told.
+[ "$(cat "$work/ck2/step-20/trainer.files")" = "$(printf 'model.pt\noptimizer.pt\ntrainer.json')" ] ||
+  fail "step-20/trainer.files does not name the trainer's files: $(cat "$work/ck2/step-20/trainer.files")"
 rm "$work/ck2/step-20/model.pt"
+newest=$("$STOKER" steps "$work/ck2" --newest 2> "$work/steps.err") ||
+  { cat "$work/steps.err" >&2; fail "stoker steps --newest failed"; }
+[ "$(cut -f1 <<< "$newest")" = 10 ] || fail "stoker steps took step-20 without model.pt: $newest"
 $MPIRUN -np 2 "$STOKER_TRAIN" "${same[@]}" --steps 20 --checkpoint-dir "$work/ck2" --save-every 10 \
   --resume > "$work/f.out" 2> "$work/f.err" || { cat "$work/f.err" >&2; fail "run F failed"; }
 grep -q "passing over incomplete checkpoint $work/ck2/step-20.*model.pt is missing" "$work/f.err" ||

@@ -10,6 +10,7 @@
 #include "checkpoint/checkpoint_store.h"
 #include "common/test_support.h"
 #include "stoker/error.h"
+#include "stoker/files.h"
 
 namespace stoker {
 namespace {
@@ -81,6 +82,25 @@ TEST(CheckpointStep, MissingRankOrRequiredFilesAreNamed) {
                              "model.pt is missing");
   ExpectRefused<ConfigError>([&] { OpenCheckpointStep(tmp.path() + "/nothing"); },
                              "holds no rank files");
+}
+
+// The run session records the trainer's files in trainer.files: a step lacking one of them is
+// incomplete without anyone naming them, and a record cannot point outside the step folder.
+TEST(CheckpointStep, FilesTheTrainerRecordedAreRequired) {
+  TempDir tmp;
+  const std::string dir = WriteStep(tmp.path() + "/step-7", 2);
+  WriteFileAtomically(TrainerFilesPath(dir), "model.pt\n\nsub/optimizer.pt\n");
+  EXPECT_EQ(ParseTrainerFiles("model.pt\n\nsub/optimizer.pt\n"),
+            (std::vector<std::string>{"model.pt", "sub/optimizer.pt"}));
+  ExpectRefused<ConfigError>([&] { OpenCheckpointStep(dir); }, "model.pt is missing");
+  WriteFileAtomically(dir + "/model.pt", "m");
+  ExpectRefused<ConfigError>([&] { OpenCheckpointStep(dir); }, "sub/optimizer.pt is missing");
+  WriteFileAtomically(dir + "/sub/optimizer.pt", "o");
+  EXPECT_EQ(OpenCheckpointStep(dir).step, 7u);
+  EXPECT_TRUE(DescribeStepFolder(dir, {"model.pt"}).complete());  // named twice: once
+  WriteFileAtomically(TrainerFilesPath(dir), "model.pt\n../elsewhere\n");
+  ExpectRefused<ConfigError>([&] { OpenCheckpointStep(dir); },
+                             "names ../elsewhere, outside the step folder");
 }
 
 TEST(CheckpointStep, RankFilesOfAnotherCheckpointAreRefusedNamingTheFile) {

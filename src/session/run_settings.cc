@@ -1,0 +1,82 @@
+// RunSettings::Problems and CheckRunSettings (stoker/run_session.h).
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "stoker/collective.h"
+#include "stoker/error.h"
+#include "stoker/files.h"
+#include "stoker/run_session.h"
+
+namespace stoker {
+
+namespace {
+
+// "" when a file can be written beside `path` atomically (its folder made, a file created and
+// renamed, then removed), else why not.
+std::string WritableProblem(const std::string& path) {
+  try {
+    if (std::filesystem::is_directory(path)) throw IoError("it is a folder");
+    WriteFileAtomically(path + ".probe", "");
+    std::filesystem::remove(path + ".probe");
+    return "";
+  } catch (const std::exception& e) {
+    return fmt::format("--result {} cannot be written: {}", path, e.what());
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> RunSettings::Problems() const {
+  std::vector<std::string> problems;
+  LoaderConfig config = loader;
+  try {
+    config.SetMixing(weights, weights_schedule);
+  } catch (const ConfigError& e) {
+    problems.push_back(e.what());  // names the option and the entry
+  }
+  for (std::string& problem : config.Problems()) problems.push_back(std::move(problem));
+  if (config.data.empty()) {
+    problems.push_back("--data is required: the corpus folder");
+  } else if (!std::filesystem::is_directory(config.data)) {
+    problems.push_back(fmt::format("--data: corpus folder {} does not exist", config.data));
+  }
+  if (steps == 0) problems.push_back("--steps must be at least 1");
+  for (const auto& [flag, given] : {std::pair("--resume", resume), {"--start-over", start_over}}) {
+    if (given && checkpoint_dir.empty()) problems.push_back(fmt::format("{} needs --checkpoint-dir", flag));
+  }
+  if (resume && start_over) problems.push_back("--resume and --start-over exclude each other");
+  if (start_over && !checkpoint_dir.empty() && !Saves()) {
+    problems.push_back("--start-over needs --checkpoint-dir and --save-every (a run that saves)");
+  }
+  if (!result_file.empty()) {
+    if (std::string problem = WritableProblem(result_file); !problem.empty()) {
+      problems.push_back(std::move(problem));
+    }
+  }
+  return problems;
+}
+
+bool CheckRunSettings(MPI_Comm world, const RunSettings& settings,
+                      const std::function<std::vector<std::string>()>& more,
+                      std::string_view program) {
+  int rank = 0;
+  MPI_Comm_rank(world, &rank);
+  try {
+    FailTogether(world, [&] {
+      if (rank != 0) return;
+      std::vector<std::string> problems = settings.Problems();
+      if (more) {
+        for (std::string& problem : more()) problems.push_back(std::move(problem));
+      }
+      if (!problems.empty()) ThrowConfigProblems(fmt::format("{}: wrong settings", program), problems);
+    });
+  } catch (const ConfigError& e) {
+    if (rank == 0) spdlog::error("{}", e.what());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace stoker
