@@ -123,6 +123,9 @@ class RunSession {
 
   // The loader's next batch, timed and traced; InternalError if the stream ended.
   Batch Next();
+  // Next(), waiting at most `timeout` (Loader::TryNext): false when no batch was ready by then,
+  // with nothing taken. For a caller that must react to signals while storage is slow.
+  bool TryNext(std::chrono::milliseconds timeout, std::optional<Batch>* batch);
   // Whether the loop goes on: the last step is below settings().steps and no stop was agreed.
   bool Running() const;
   // This rank caught SIGUSR1 or SIGTERM (InstallStopHandlers). Not collective.

@@ -12,33 +12,6 @@
 #include "stoker/loader.h"
 
 namespace stoker::python {
-namespace {
-
-// An integer of type T (a Python int or a numpy integer) in T's range; True and False are ints to
-// Python but no number here, a float is refused rather than rounded. ConfigError naming `name`.
-template <typename T>
-T WholeNumber(py::handle value, const std::string& name) {
-  if (!py::isinstance<py::bool_>(value)) {
-    if (PyObject* index = PyNumber_Index(value.ptr())) {
-      try {
-        return py::reinterpret_steal<py::int_>(index).cast<T>();
-      } catch (const py::cast_error&) {  // out of T's range
-      }
-    } else {
-      PyErr_Clear();
-    }
-  }
-  using Limits = std::numeric_limits<T>;
-  throw ConfigError(name + "=" + Repr(value) + " is not a whole number from " +
-                    std::to_string(Limits::min()) + " to " + std::to_string(Limits::max()));
-}
-
-// None, or a whole number of type T.
-template <typename T>
-std::optional<T> OptionalWholeNumber(py::handle value, const std::string& name) {
-  if (value.is_none()) return std::nullopt;
-  return WholeNumber<T>(value, name);
-}
 
 bool TrueOrFalse(py::handle value, const std::string& name) {
   if (!py::isinstance<py::bool_>(value)) {
@@ -53,6 +26,8 @@ std::string Text(py::handle value, const std::string& name) {
   }
   return value.cast<std::string>();
 }
+
+namespace {
 
 // An int or a float (a numpy one too); True and False are numbers to Python but no weight.
 double WeightOf(py::handle name, py::handle weight, const std::string& where) {

@@ -38,6 +38,7 @@ std::string JsonText(const nlohmann::json& value) {
 void InstallStopHandlers() {
   struct sigaction action = {};
   action.sa_handler = OnStopSignal;
+  action.sa_flags = SA_RESTART;  // the calls a signal interrupts (reads, MPI, gloo) go on
   sigemptyset(&action.sa_mask);
   sigaction(SIGUSR1, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
@@ -48,6 +49,8 @@ class RunSession::Impl {
  public:
   Impl(MPI_Comm world, RunSettings settings, TrainerFiles files);
   void Prepare();
+  // A batch the loader handed over: traced before the trainer sees it.
+  void Delivered(const std::optional<Batch>& batch);
   void Save(const WriteTrainerFiles& write);
   nlohmann::json Figures() const;
 
@@ -98,6 +101,11 @@ void RunSession::Impl::Prepare() {
   saved_world = StepFolderWorld(resumed_from).value_or(0);
   spdlog::info("{}: resumed from {} (saved on {} ranks, now {})", files.tag, resumed_from,
                saved_world, comm.size());
+}
+
+void RunSession::Impl::Delivered(const std::optional<Batch>& batch) {
+  STOKER_CHECK(batch, InternalError, "the loader's stream ended");
+  if (trace) trace->Write(*batch);
 }
 
 void RunSession::Impl::Save(const WriteTrainerFiles& write) {
@@ -173,9 +181,17 @@ Batch RunSession::Next() {
   const auto asked = std::chrono::steady_clock::now();
   std::optional<Batch> batch = s.loader->Next();
   s.waiting += Since(asked);
-  STOKER_CHECK(batch, InternalError, "the loader's stream ended");
-  if (s.trace) s.trace->Write(*batch);
+  s.Delivered(batch);
   return std::move(*batch);
+}
+
+bool RunSession::TryNext(std::chrono::milliseconds timeout, std::optional<Batch>* batch) {
+  Impl& s = *impl_;
+  const auto asked = std::chrono::steady_clock::now();
+  const bool taken = s.loader->TryNext(timeout, batch);
+  s.waiting += Since(asked);
+  if (taken) s.Delivered(*batch);
+  return taken;
 }
 
 bool RunSession::Running() const {

@@ -40,9 +40,6 @@ import os  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
-from checkpoint_files import write_atomically  # noqa: E402 (beside this file)
-
-
 def _size(text):
     """Bytes, as stoker-train reads them: a whole number with an optional suffix, K/KB/KiB = 1024,
     M.. = 1024^2, G.. = 1024^3."""
@@ -138,32 +135,27 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
-def option_problems(args, stoker, shape_type):
-    """Every problem of the settings that shows without MPI and without reading the corpus, one
-    line each, named by flag (jobs/ names the setting behind each flag it finds)."""
-    problems, weights = [], {}
-    try:
-        weights = stoker.parse_weights(args.weights) if args.weights else {}
-    except stoker.ConfigError as e:
-        problems.append(str(e))
-    schedule = {"weight_schedule": args.weights_schedule} if args.weights_schedule else {}
-    problems += stoker.config_problems(args.data, weights=weights, **schedule,
-                                       seq_len=max(args.seq_len, 0),
-                                       batch_size=max(args.batch_size, 0), seed=max(args.seed, 0),
-                                       logical_shards=max(args.logical_shards, 0),
-                                       **reading_settings(args))
-    if args.data and not os.path.isdir(args.data):
-        problems.append(f"--data {args.data}: no such folder")
-    if args.steps < 1:
-        problems.append("--steps must be at least 1")
-    for flag, value in (("--save-every", args.save_every), ("--log-every", args.log_every),
-                        ("--warmup", args.warmup), ("--seed", args.seed)):
+def run_settings(args, stoker):
+    """The run's settings (stoker.RunSettings) of the command line. Negative numbers stand as 0
+    here: option_problems names them."""
+    return stoker.run_settings(
+        args.data, steps=max(args.steps, 0), checkpoint_dir=args.checkpoint_dir,
+        save_every=max(args.save_every, 0), resume=args.resume, start_over=args.start_over,
+        trace_dir=args.trace, result_file=args.result, ready_file=args.ready_file,
+        weights=args.weights, weights_schedule=args.weights_schedule,
+        seq_len=max(args.seq_len, 0), batch_size=max(args.batch_size, 0), seed=max(args.seed, 0),
+        logical_shards=max(args.logical_shards, 0), boundaries=args.doc_mask,
+        **reading_settings(args))
+
+
+def model_problems(args, shape_type):
+    """The model's settings and the numbers run_settings cannot hold: a learning rate or
+    clipping out of range, a shape that cannot be built, negative numbers."""
+    problems = []
+    for flag, value in (("--save-every", args.save_every), ("--log-every", args.log_every), ("--warmup", args.warmup),
+                        ("--seed", args.seed)):
         if value < 0:
             problems.append(f"{flag} {value} is negative")
-    if (args.resume or args.start_over) and not args.checkpoint_dir:
-        problems.append(f"{'--resume' if args.resume else '--start-over'} needs --checkpoint-dir")
-    if args.resume and args.start_over:
-        problems.append("--start-over and --resume exclude each other")
     if not (args.lr > 0 and math.isfinite(args.lr)):
         problems.append(f"--lr {args.lr} must be a number above 0")
     if not (args.clip >= 0 and math.isfinite(args.clip)):
@@ -172,21 +164,7 @@ def option_problems(args, stoker, shape_type):
         problems.append(f"--vocab {args.vocab} is negative")
     shape = shape_type(max(args.vocab, 1), args.dim, args.layers, args.heads, args.seq_len)
     problems += [p for p in shape.problems() if args.seq_len > 0 or not p.startswith("--seq-len")]
-    if args.result:
-        problems += writable_problems(args.result)
     return problems
-
-
-def writable_problems(path):
-    """[] when a file can be written beside ``path`` atomically, else the reason."""
-    try:
-        if os.path.isdir(path):
-            raise OSError("it is a folder")
-        write_atomically(path + ".probe", b"")
-        os.remove(path + ".probe")
-        return []
-    except OSError as e:
-        return [f"--result {path} cannot be written: {e}"]
 
 
 def log(comm, message):
@@ -203,7 +181,11 @@ def check_only(args):
     mpi4py.rc.initialize = False
     import stoker
     from tiny_lm import Shape
-    problems = option_problems(args, stoker, Shape)
+    try:
+        problems = run_settings(args, stoker).problems()
+    except stoker.ConfigError as e:  # a value of the wrong kind, named
+        problems = [str(e)]
+    problems += model_problems(args, Shape)
     for problem in problems:
         print(f"train.py: {problem}", file=sys.stderr)
     return 2 if problems else 0
@@ -215,22 +197,22 @@ def main(argv):
         return check_only(args)
     import stoker  # initializes MPI (mpi4py)
     from mpi4py import MPI
+    stoker.install_stop_handlers(_stop["signal"])  # the session's, from here on
     return run_program(MPI.COMM_WORLD, stoker, lambda: train(args, MPI.COMM_WORLD, stoker))
 
 
 def train(args, comm, stoker):
-    """The settings, checked by rank 0 for all (exit 2 on every rank); the ready file, once every
-    rank has started (its stop handlers installed at its first line); then the run."""
+    """The settings, checked by rank 0 for all (exit 2 on every rank); the run session (the
+    ready file, the resume); then the run."""
     from tiny_lm import Shape
-    from trainer import Trainer, together  # imports torch
-    problems = comm.bcast(together(comm, lambda: comm.rank == 0 and option_problems(
-        args, stoker, Shape)))
-    if problems:
-        log(comm, "train: wrong settings:\n  " + "\n  ".join(problems))
+    from checkpoint_files import TRAINER_FILES
+    from trainer import Trainer  # imports torch
+    settings = run_settings(args, stoker)
+    if not stoker.check_run_settings(settings, lambda: model_problems(args, Shape), "train.py",
+                                     comm):
         return 2
-    together(comm, lambda: comm.rank == 0 and args.ready_file and write_atomically(
-        args.ready_file, f"{os.getpid()}\n".encode()))
-    return Trainer(args, comm, _stop, log, reading_settings(args)).run()
+    session = stoker.RunSession(settings, files=TRAINER_FILES, comm=comm)
+    return Trainer(args, comm, session, log).run()
 
 
 def run_program(comm, stoker, body):

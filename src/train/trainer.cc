@@ -134,15 +134,14 @@ ModelShape Trainer::Shape() const {
 }
 
 void Trainer::Start() {
-  session_.Start(loader_);
   const std::string& resumed = session_.resumed_from();
   if (!resumed.empty()) {
     const TrainerMeta meta =
         LoadTrainerFiles(world_, resumed, model_->shape(), model_, optimizer_);
     FailTogether(world_, [&] {
-      if (meta.step != session_.start_step()) {
+      if (meta.step != loader_.step()) {
         throw DataError(fmt::format("{}: trainer.json is of step {} but the loader state of step {}",
-                                    resumed, meta.step, session_.start_step()));
+                                    resumed, meta.step, loader_.step()));
       }
     });
     tokens_trained_ = meta.tokens_trained;
@@ -159,6 +158,7 @@ void Trainer::Start() {
           fmt::format("rank {} built another initial model than rank 0 from the same seed", rank_));
     }
   }
+  session_.Start(loader_);
 }
 
 float Trainer::AverageGradients(float loss, bool* stop) {

@@ -111,15 +111,27 @@ class Loader:
             direct_io=direct_io, read_ahead_bytes=read_ahead_bytes,
             offset_cache_bytes=offset_cache_bytes)
         config.resume_from = str(resume_from or "")
+        self._open(config, comm, str(trace_dir or ""))
+
+    def _open(self, config: "_stoker.LoaderConfig", comm: Optional[MPI.Comm],
+              trace_dir: str) -> None:
+        """The C++ loader of ``config``, with this object's bookkeeping. Collective."""
         self._config = config
-        self._loader = _stoker.Loader(_handle(comm), config, str(trace_dir or ""))
+        self._loader = _stoker.Loader(_handle(comm), config, trace_dir)
         # (step folder, step) of the state at the current step, by a save() or where the
         # loader resumed from; why not, when the last save failed.
         self._saved: Optional[tuple[str, int]] = (
-            (config.resume_from, self._loader.step) if resume_from else None)
+            (config.resume_from, self._loader.step) if config.resume_from else None)
         self._save_failed = ""
         self._weights_set = False  # by set_weights, which load_state_dict would undo
         _LOADERS.add(self)
+
+    @classmethod
+    def _of_config(cls, config: "_stoker.LoaderConfig", comm: Optional[MPI.Comm]) -> "Loader":
+        """A loader of a C++ LoaderConfig made elsewhere (a run session's). Collective."""
+        loader = cls.__new__(cls)
+        loader._open(config, comm, "")
+        return loader
 
     def __del__(self) -> None:
         _check_last_save(self)
