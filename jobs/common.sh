@@ -366,83 +366,54 @@ stoker_slurm_train() {
 
 # A time limit at or below the warning offset (#SBATCH --signal=B:USR1@N) would have Slurm send
 # the warning at once, every time: the job would save a step and requeue itself every few
-# seconds, for ever. Refused (exit 2) before anything starts. The offset: WARNING_SECONDS, else
-# SBATCH_SIGNAL, else the script's own #SBATCH --signal line (Slurm runs a copy of it: $0); an
-# offset given as `sbatch --signal=...` on the command line is not visible here: set
-# WARNING_SECONDS with it. A --signal without @N warns 60 s before the limit (Slurm's default).
+# seconds, for ever. Refused (exit 2) before anything starts. `stoker job time-limit` decides
+# (every time format of Slurm, the offset of a --signal spec: src/job/slurm_time.h); here, where
+# the two come from. The offset: WARNING_SECONDS, else SBATCH_SIGNAL, else the script's own
+# #SBATCH --signal line (Slurm runs a copy of it: $0); an offset given as `sbatch --signal=...`
+# on the command line is not visible here: set WARNING_SECONDS with it. The limit: squeue's.
+# Without either, nothing is checked.
 _stoker_check_time_limit() {
-  local limit seconds offset=$WARNING_SECONDS spec
-  if [ -z "$offset" ]; then
+  local limit spec what offset=() out rc=0 verdict line
+  if [ -n "$WARNING_SECONDS" ]; then
+    what="WARNING_SECONDS='$WARNING_SECONDS'" offset=(--warning-seconds "$WARNING_SECONDS")
+  else
     spec=${SBATCH_SIGNAL:-$(sed -n 's/^#SBATCH[[:space:]]*--signal[= ]\([^[:space:]]*\).*/\1/p' \
                                    "$0" 2> /dev/null | head -n 1)}
-    if [[ "$spec" == *@* ]]; then offset=${spec##*@}; elif [ -n "$spec" ]; then offset=60; fi
+    [ -n "$spec" ] || return 0
+    what="--signal=$spec" offset=(--signal "$spec")
   fi
-  [[ "$offset" =~ ^[0-9]+$ ]] || return 0
-  limit=$(squeue -h -j "${SLURM_JOB_ID:-0}" -o %l 2> /dev/null) || return 0
-  seconds=$(_stoker_seconds "$limit") || return 0  # UNLIMITED, or not known
-  [ "$seconds" -gt "$offset" ] || stoker_fail "the job's time limit ($limit) is at or below" \
-    "the warning offset of $offset s (--signal=B:USR1@$offset): Slurm would send the warning" \
-    "at once and the job requeue itself for ever. Raise --time, or lower the offset (and set" \
-    "WARNING_SECONDS if --signal was given on sbatch's command line)"
-  stoker_say "time limit $limit; the warning comes $offset s before it"
+  limit=$(squeue -h -j "${SLURM_JOB_ID:-0}" -o %l 2> /dev/null) && [ -n "$limit" ] || return 0
+  stoker_need_program STOKER "$STOKER"
+  out=$(setsid -w "$STOKER" job time-limit --limit "$limit" "${offset[@]}") || rc=$?
+  [ "$rc" = 0 ] || stoker_fail "cannot check the time limit ($limit) against $what:" \
+    "stoker job time-limit failed (above, exit $rc)"
+  { read -r verdict; while IFS= read -r line; do stoker_say "$line"; done; } <<< "$out"
+  [ "$verdict" != too-short ] || exit 2
 }
 
-# _stoker_seconds TIME: Slurm's time format in seconds: MM, MM:SS, HH:MM:SS, or with a day
-# prefix D-HH, D-HH:MM, D-HH:MM:SS. Returns 1 for anything else (UNLIMITED, Partition_Limit).
-_stoker_seconds() {
-  local text=$1 days="" parts=() h=0 m=0 sec=0
-  [[ "$text" =~ ^([0-9]+-)?[0-9]+(:[0-9]+){0,2}$ ]] || return 1
-  if [[ "$text" == *-* ]]; then days=${text%%-*} text=${text#*-}; fi
-  IFS=: read -ra parts <<< "$text"
-  if [ -n "$days" ]; then  # D-HH[:MM[:SS]]
-    h=${parts[0]} m=${parts[1]:-0} sec=${parts[2]:-0}
-  else
-    case ${#parts[@]} in
-      1) m=${parts[0]} ;;
-      2) m=${parts[0]} sec=${parts[1]} ;;
-      3) h=${parts[0]} m=${parts[1]} sec=${parts[2]} ;;
-    esac
-  fi
-  echo $(( 10#${days:-0} * 86400 + 10#$h * 3600 + 10#$m * 60 + 10#$sec ))
-}
-
-# After SIGUSR1: requeue unless the newest complete step has reached STEPS (the trainer saves
-# the step it stops at, and the last one), or the job has been requeued IDLE_REQUEUES times in a
-# row without a newer complete step (CHECKPOINT_DIR/.stoker-requeues counts them: "STEP COUNT"):
-# a warning that comes before a step and its save can finish, every time, would otherwise
-# requeue the job for ever. A trainer that failed after the signal is requeued too: the job is
-# about to end, and the next run goes on from the newest complete step.
+# After SIGUSR1: `stoker job requeue` decides (src/job/requeue.h) and keeps the count in
+# CHECKPOINT_DIR/.stoker-requeues. The job requeues unless the newest complete step has reached
+# STEPS (the trainer saves the step it stops at, and the last one), or the job has been requeued
+# IDLE_REQUEUES times in a row without a newer complete step: a warning that comes before a step
+# and its save can finish, every time, would otherwise requeue the job for ever (it then exits
+# 1). A trainer that failed after the signal is requeued too: the job is about to end, and the
+# next run goes on from the newest complete step.
 _stoker_requeue() {
-  local from="step 0 (no complete checkpoint)" newest=none record=$CHECKPOINT_DIR/.stoker-requeues
-  local last="" idle=0
+  local out rc=0 decision line files=() require=() f
   [ -n "${SLURM_JOB_ID:-}" ] || { stoker_say "not under Slurm: no requeue"; return 0; }
-  if ! _stoker_steps "$CHECKPOINT_DIR" --newest; then
-    from="its newest complete step (stoker steps failed above)" newest=unknown
-  elif [ -n "$STEP_PATH" ]; then
-    if [ "$STEP_NUMBER" -ge "$STEPS" ]; then
-      stoker_say "the trainer reached step $STEP_NUMBER of $STEPS: no requeue"
-      rm -f "$record"
-      return 0
-    fi
-    from=$STEP_PATH newest=$STEP_NUMBER
-  fi
-  { read -r last idle < "$record"; } 2> /dev/null || true
-  if [ "$last" = "$newest" ] && [[ "$idle" =~ ^[0-9]+$ ]]; then idle=$((idle + 1)); else idle=0; fi
-  if [ "$idle" -ge "$IDLE_REQUEUES" ] && [ "$IDLE_REQUEUES" -gt 0 ]; then
-    rm -f "$record"
-    stoker_say "error: not requeueing job $SLURM_JOB_ID: requeued $idle time(s) in a row" \
-      "without a newer complete step than $from. The warning comes before a step and its save" \
-      "can finish: raise the time limit or the --signal offset (IDLE_REQUEUES=$IDLE_REQUEUES" \
-      "requeues without progress are allowed; 0: no limit)"
-    exit 1
-  fi
-  if ! { printf '%s %s\n' "$newest" "$idle" > "$record.tmp" && mv -f "$record.tmp" "$record"; }
-  then
-    stoker_say "warning: cannot record the requeue in $record"
-  fi
-  [ "$STOKER_RC" = 0 ] || stoker_say "the trainer did not stop cleanly after SIGUSR1" \
-    "(exit $STOKER_RC); requeueing all the same"
-  stoker_say "requeueing job $SLURM_JOB_ID: when it runs again it resumes from $from"
+  read -ra files <<< "$TRAINER_FILES"
+  for f in "${files[@]}"; do require+=(--require "$f"); done
+  out=$(setsid -w "$STOKER" job requeue --checkpoint-dir "$CHECKPOINT_DIR" --steps "$STEPS" \
+        --idle-requeues "$IDLE_REQUEUES" --job-id "$SLURM_JOB_ID" --trainer-exit "$STOKER_RC" \
+        "${require[@]}") || rc=$?
+  [ "$rc" = 0 ] || stoker_fail "stoker job requeue failed (above, exit $rc): no requeue"
+  { read -r decision; while IFS= read -r line; do stoker_say "$line"; done; } <<< "$out"
+  case "$decision" in
+    requeue) ;;
+    done) return 0 ;;
+    give-up) exit 1 ;;
+    *) stoker_fail "stoker job requeue decided '$decision', not requeue, done or give-up" ;;
+  esac
   # Slurm ends this run of the script when the requeue takes effect.
   scontrol requeue "$SLURM_JOB_ID" || stoker_fail "scontrol requeue $SLURM_JOB_ID failed" \
     "(was the job submitted with --no-requeue, or is JobRequeue=0 set?)"

@@ -28,5 +28,6 @@ Command SetupRun(CLI::App& app);
 Command SetupReshard(CLI::App& app);
 Command SetupSteps(CLI::App& app);
 Command SetupAudit(CLI::App& app);
+Command SetupJob(CLI::App& app);
 
 }  // namespace stoker::cli

@@ -1,5 +1,5 @@
 // stoker: the command-line program. Runs alone or under mpirun; every subcommand is collective
-// over MPI_COMM_WORLD.
+// over MPI_COMM_WORLD, but `stoker job`, which runs alone only (cli/job.cc).
 //
 // Errors: an error all ranks raised together (collective) is printed once by rank 0 and every
 // rank exits 1 after finalizing MPI in order. Any other error is printed by the rank that saw it,
@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
         stoker::cli::SetupImport(app),  stoker::cli::SetupVerify(app),
         stoker::cli::SetupInspect(app), stoker::cli::SetupRun(app),
         stoker::cli::SetupReshard(app), stoker::cli::SetupSteps(app),
-        stoker::cli::SetupAudit(app)};
+        stoker::cli::SetupAudit(app),   stoker::cli::SetupJob(app)};
     app.formatter(std::make_shared<SummaryFormatter>());
     app.footer("stoker SUBCOMMAND --help explains a subcommand and its options.");
     stoker::CheckOptionValues(&app);
@@ -59,8 +59,9 @@ int main(int argc, char** argv) {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
       // Every rank parsed the same arguments and failed the same way; one prints.
-      if (world.rank() == 0) return app.exit(e);
-      return e.get_exit_code();
+      const int code = world.rank() == 0 ? app.exit(e) : e.get_exit_code();
+      // Job scripts read any error of `stoker job` as exit code 2 (cli/job.cc).
+      return code != 0 && app.get_subcommand("job")->parsed() ? 2 : code;
     }
     stoker::InitLogging(world.rank(), verbose ? spdlog::level::debug
                                       : quiet ? spdlog::level::warn
