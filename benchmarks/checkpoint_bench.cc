@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_store.h"
-#include "core/random.h"
-#include "core/rescale.h"
 #include "mpi/comm.h"
+#include "order/random.h"
+#include "state/rescale.h"
 #include "stoker/loader.h"
 #include "stoker/log.h"
 

@@ -29,15 +29,15 @@
 #include "base/text_table.h"
 #include "base/unique_handle.h"
 #include "cold_storage.h"
-#include "core/random.h"
-#include "core/token_type.h"
 #include "loader_bench.h"
 #include "mpi/comm.h"
+#include "order/random.h"
 #include "os/unique_fd.h"
 #include "shard/array_locations.h"
 #include "shard/discovery.h"
 #include "shard/shard_reader.h"
 #include "stoker/error.h"
+#include "tokens/token_type.h"
 
 namespace stoker::bench {
 namespace {

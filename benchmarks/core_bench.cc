@@ -13,7 +13,7 @@
 //                                         DatasetOrder::Epoch (a DeriveKey and 6 round keys), both
 //                                         paid per document by RowPlanner.
 //   WidenTokens                           one batch (8 x 4,097) of uint16 tokens widened to int64
-//                                         (core/token_type.h), as BatchReader does: items/s is
+//                                         (tokens/token_type.h), as BatchReader does: items/s is
 //                                         tokens per second.
 //   RowPlanner/mean_len/world             RowPlanner::NextRow with a fake DocLocator (lengths
 //                                         hashed from the document number, uniform in
@@ -36,12 +36,12 @@
 #include <utility>
 #include <vector>
 
-#include "core/loader_state.h"
-#include "core/order.h"
-#include "core/permutation.h"
-#include "core/random.h"
-#include "core/row_planner.h"
-#include "core/token_type.h"
+#include "order/order.h"
+#include "order/permutation.h"
+#include "order/random.h"
+#include "packing/row_planner.h"
+#include "state/loader_state.h"
+#include "tokens/token_type.h"
 
 namespace {
 

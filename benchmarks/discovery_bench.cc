@@ -30,9 +30,9 @@
 #include <vector>
 
 #include "base/check.h"
-#include "core/random.h"
 #include "h5/h5.h"
 #include "mpi/comm.h"
+#include "order/random.h"
 #include "shard/discovery.h"
 #include "shard/shard_writer.h"
 #include "stoker/error.h"

@@ -79,10 +79,9 @@
 
 #include "base/check.h"
 #include "cold_bench.h"
-#include "core/random.h"
-#include "core/token_type.h"
 #include "h5/h5.h"
 #include "mpi/comm.h"
+#include "order/random.h"
 #include "os/files.h"
 #include "os/unique_fd.h"
 #include "shard/discovery.h"
@@ -90,6 +89,7 @@
 #include "stoker/corpus.h"
 #include "stoker/error.h"
 #include "stoker/loader.h"
+#include "tokens/token_type.h"
 #include "tools/synth.h"
 
 namespace stoker::bench {

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "core/random.h"
-#include "core/token_type.h"
 #include "mpi/comm.h"
+#include "order/random.h"
 #include "stoker/corpus.h"
 #include "stoker/loader.h"
+#include "tokens/token_type.h"
 #include "tools/synth.h"
 
 namespace stoker::bench {

@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "base/check.h"
-#include "core/random.h"
 #include "mpi/comm.h"
+#include "order/random.h"
 #include "tools/pack.h"
 
 namespace {

@@ -1,23 +1,35 @@
 # Checks every #include "FOLDER/..." of src/ against the layers: LAYERS holds one line per folder,
-# FOLDER=ALLOWED;FOLDERS (src/CMakeLists.txt writes it from the targets' link dependencies).
-# The public headers (include/stoker) may include only public headers. Fails naming each file,
-# line and header that break the order. Run by the build: cmake -DSOURCE_DIR=... -DLAYERS=... -P
+# FOLDER=ALLOWED;FOLDERS, or FOLDER(pure)=... for a PURE target (src/CMakeLists.txt writes it
+# from the targets' link dependencies). The files of a pure folder include none of the system
+# headers of MPI, HDF5, clocks, threads and files either. The public headers (include/stoker)
+# may include only public headers. Fails naming each file, line and header that break the
+# order. Run by the build: cmake -DSOURCE_DIR=... -DLAYERS=... -P
+string(JOIN "|" impure_headers "mpi\\.h" "hdf5\\.h" "H5[A-Za-z]*\\.h" chrono thread mutex
+       condition_variable future filesystem fstream cstdio "unistd\\.h" "fcntl\\.h")
 file(STRINGS ${LAYERS} lines)
 set(problems "")
 foreach(line IN LISTS lines)
-  string(REGEX MATCH "^([a-z0-9_]+)=(.*)$" _ "${line}")
+  string(REGEX MATCH "^([a-z0-9_]+)(\\(pure\\))?=(.*)$" _ "${line}")
   set(folder ${CMAKE_MATCH_1})
-  string(REPLACE ";" " " allowed " ${CMAKE_MATCH_2} stoker ")
+  set(pure ${CMAKE_MATCH_2})
+  string(REPLACE ";" " " allowed " ${CMAKE_MATCH_3} stoker ")
   file(GLOB files ${SOURCE_DIR}/src/${folder}/*.h ${SOURCE_DIR}/src/${folder}/*.cc)
   foreach(file IN LISTS files)
+    file(RELATIVE_PATH rel ${SOURCE_DIR} ${file})
     file(STRINGS ${file} includes REGEX "^#include \"[a-z0-9_]+/")
     foreach(include IN LISTS includes)
       string(REGEX MATCH "\"([a-z0-9_]+)/" _ "${include}")
       if(NOT allowed MATCHES " ${CMAKE_MATCH_1} ")
-        file(RELATIVE_PATH rel ${SOURCE_DIR} ${file})
         string(APPEND problems "  ${rel}: ${include} (src/${folder} may include:${allowed})\n")
       endif()
     endforeach()
+    if(pure)
+      file(STRINGS ${file} includes REGEX "^#include <(${impure_headers})>")
+      foreach(include IN LISTS includes)
+        string(APPEND problems "  ${rel}: ${include} (src/${folder} is pure: no MPI, HDF5, "
+                               "clock, threads or files)\n")
+      endforeach()
+    endif()
   endforeach()
 endforeach()
 file(GLOB public ${SOURCE_DIR}/include/stoker/*.h)

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "core/checkpoint_codec.h"
-#include "core/partition.h"
+#include "order/partition.h"
+#include "state/checkpoint_codec.h"
 #include "stoker/corpus.h"
 
 namespace stoker {

@@ -2,7 +2,7 @@
 
 #include "base/check.h"
 #include "checkpoint/checkpoint_store.h"
-#include "core/partition.h"
+#include "order/partition.h"
 
 namespace stoker {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/checkpoint_codec.h"
+#include "state/checkpoint_codec.h"
 
 namespace stoker {
 

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/checkpoint_codec.h"
+#include "state/checkpoint_codec.h"
 #include "stoker/checkpoint.h"  // StepFolderName
 
 namespace stoker {

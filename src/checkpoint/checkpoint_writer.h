@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "core/checkpoint_codec.h"
+#include "state/checkpoint_codec.h"
 
 namespace stoker {
 

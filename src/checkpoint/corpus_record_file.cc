@@ -4,8 +4,8 @@
 
 #include "base/check.h"
 #include "checkpoint/checkpoint_store.h"
-#include "core/corpus_diff.h"
 #include "os/files.h"
+#include "state/corpus_diff.h"
 
 namespace stoker {
 

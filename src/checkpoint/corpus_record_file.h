@@ -16,7 +16,7 @@
 #include <optional>
 #include <string>
 
-#include "core/corpus_record.h"
+#include "state/corpus_record.h"
 #include "stoker/corpus.h"
 
 namespace stoker {
@@ -40,7 +40,7 @@ struct CorpusRecordCheck {
 CorpusRecordCheck CheckCorpusRecord(const std::string& step_dir, const std::string& fingerprint);
 
 // For a refusal whose corpus fingerprints differ: one line saying which files differ between
-// `step_dir`'s record and `now` (core/corpus_diff.h), or why that is not known (the step has
+// `step_dir`'s record and `now` (state/corpus_diff.h), or why that is not known (the step has
 // no record, or one of another fingerprint than `saved_fingerprint`, its rank files', or a
 // corrupt one). Never throws for the record's sake: the refusal matters more than the detail.
 std::string CorpusChangeNote(const std::string& step_dir, const std::string& saved_fingerprint,

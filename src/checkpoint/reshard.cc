@@ -13,9 +13,9 @@
 #include "checkpoint/checkpoint_step.h"
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/corpus_record_file.h"
-#include "core/rescale.h"
 #include "os/files.h"
 #include "os/host.h"
+#include "state/rescale.h"
 
 namespace stoker {
 

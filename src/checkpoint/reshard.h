@@ -1,6 +1,6 @@
 // Offline resharding: rewrites a W-rank loader checkpoint step folder into a W'-rank one, in one
 // process with no MPI communication (it can run on a login node). It goes through the same
-// functions as the MPI rescale at a resume (core/rescale.h), so resuming from its output on W'
+// functions as the MPI rescale at a resume (state/rescale.h), so resuming from its output on W'
 // ranks gives the same stream, bit for bit, as resuming from the original on W' ranks.
 //
 // To the world size the checkpoint already has, the rank files are checked and copied byte for

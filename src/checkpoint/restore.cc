@@ -11,8 +11,8 @@
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/corpus_record_file.h"
 #include "checkpoint/interrupted_steps.h"
-#include "core/partition.h"
-#include "core/rescale.h"
+#include "order/partition.h"
+#include "state/rescale.h"
 
 namespace stoker {
 

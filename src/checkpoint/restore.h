@@ -4,7 +4,7 @@
 // Same world size: every rank reads its own file; the stream goes on bit for bit as if the run
 // had never stopped. Another world size: the new ranks read the old files between them (old
 // file k by new rank k mod W'), split each into parts for the new owners of its logical shards
-// (core/rescale.h), and one all-to-all exchange delivers them; every new rank assembles its
+// (state/rescale.h), and one all-to-all exchange delivers them; every new rank assembles its
 // state. `stoker reshard` does the same offline, with the same functions.
 #pragma once
 
@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_step.h"
-#include "core/checkpoint_codec.h"
-#include "core/loader_state.h"
-#include "core/row_planner.h"
 #include "mpi/comm.h"
+#include "packing/row_planner.h"
+#include "state/checkpoint_codec.h"
+#include "state/loader_state.h"
 #include "stoker/corpus.h"
 
 namespace stoker {

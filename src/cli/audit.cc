@@ -1,14 +1,14 @@
 // `stoker audit TRACE_DIR [--data CORPUS] [--bos] [--clock-tolerance S] [--json]`: checks the
 // piece traces that `stoker run --trace` (or a trainer) wrote over a chain of runs
 // (loader/piece_trace.h): no step missing, no framed token delivered twice or skipped
-// (core/piece_audit.h). With --data it also checks the pieces against the corpus and counts the
+// (audit/piece_audit.h). With --data it also checks the pieces against the corpus and counts the
 // documents of each epoch delivered whole.
 //
 // The chain is taken as linear: each run ended before the next began. From the run records
 // (from-<S>/run.json, run.clock; loader/run_record_files.h) it checks that too: two runs that
 // wrote into the trace folder at the same time (a job submitted twice, with another checkpoint
 // folder), one of them possibly set aside by the other (TRACE_DIR/superseded/), are a problem
-// naming both, with their hosts, pids and times (core/run_records.h). Runs without a record
+// naming both, with their hosts, pids and times (audit/run_records.h). Runs without a record
 // (older traces) are audited as before, with a note that this was not checked.
 //
 // Rank 0 does the work: it reads the traces (and, with --data, streams the /doc_offsets of the
@@ -20,12 +20,12 @@
 #include <optional>
 #include <string>
 
+#include "audit/piece_audit.h"
+#include "audit/run_records.h"
 #include "base/check.h"
 #include "base/text_table.h"
 #include "cli/commands.h"
 #include "cli/json_text.h"
-#include "core/piece_audit.h"
-#include "core/run_records.h"
 #include "loader/piece_trace.h"
 #include "loader/run_record_files.h"
 #include "shard/discovery.h"

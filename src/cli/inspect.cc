@@ -19,7 +19,7 @@
 #include "checkpoint/checkpoint_store.h"
 #include "cli/commands.h"
 #include "cli/json_text.h"
-#include "core/token_type.h"
+#include "tokens/token_type.h"
 #include "tools/corpus_stats.h"
 
 namespace stoker::cli {

@@ -7,7 +7,6 @@
 
 #include "base/bytes.h"
 #include "base/check.h"
-#include "core/token_type.h"
 #include "import/import_input.h"
 #include "import/import_output.h"
 #include "import/mds_input.h"
@@ -16,6 +15,7 @@
 #include "os/files.h"
 #include "stoker/log.h"
 #include "stoker/memory.h"
+#include "tokens/token_type.h"
 
 namespace stoker {
 

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "base/check.h"
-#include "core/token_type.h"
 #include "os/files.h"
 #include "os/posix_io.h"
+#include "tokens/token_type.h"
 
 namespace stoker {
 

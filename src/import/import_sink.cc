@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/check.h"
-#include "core/token_type.h"
 #include "shard/part_path.h"
+#include "tokens/token_type.h"
 
 namespace stoker {
 

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/check.h"
-#include "core/token_type.h"
 #include "import/hex_digest.h"
 #include "import/mds_shard.h"
+#include "tokens/token_type.h"
 
 namespace stoker {
 

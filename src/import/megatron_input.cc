@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "base/check.h"
-#include "core/token_type.h"
+#include "tokens/token_type.h"
 
 namespace stoker {
 

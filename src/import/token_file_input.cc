@@ -6,7 +6,7 @@
 #include <regex>
 
 #include "base/check.h"
-#include "core/token_type.h"
+#include "tokens/token_type.h"
 
 namespace stoker {
 

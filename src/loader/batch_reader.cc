@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "base/check.h"
-#include "core/token_type.h"
+#include "tokens/token_type.h"
 
 namespace stoker {
 

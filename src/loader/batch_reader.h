@@ -1,4 +1,4 @@
-// BatchReader: turns planned rows (core/row_planner.h) into tokens, with many reads in flight.
+// BatchReader: turns planned rows (packing/row_planner.h) into tokens, with many reads in flight.
 //
 // Add() takes one batch's rows: it writes EOS and BOS in place, gathers every document piece the
 // rows need, sorts them by file and position, merges pieces of one file that lie close together
@@ -24,9 +24,9 @@
 #include <optional>
 #include <vector>
 
-#include "core/row_planner.h"
 #include "loader/read_router.h"
 #include "loader/shard_pool.h"
+#include "packing/row_planner.h"
 
 namespace stoker {
 

@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "core/boundaries.h"
+#include "packing/boundaries.h"
 
 namespace stoker {
 

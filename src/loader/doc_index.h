@@ -27,9 +27,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/row_planner.h"
 #include "loader/read_router.h"
 #include "loader/shard_pool.h"
+#include "packing/row_planner.h"
 #include "stoker/corpus.h"
 
 namespace stoker {

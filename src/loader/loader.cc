@@ -13,10 +13,10 @@
 #include "checkpoint/checkpoint_writer.h"
 #include "checkpoint/corpus_record_file.h"
 #include "checkpoint/restore.h"
-#include "core/loader_state.h"
 #include "loader/batch_stream.h"
 #include "loader/loader_setup.h"
 #include "loader/shared_settings.h"
+#include "state/loader_state.h"
 
 namespace stoker {
 

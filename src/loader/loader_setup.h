@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/row_planner.h"
 #include "mpi/comm.h"
+#include "packing/row_planner.h"
 #include "shard/array_locations.h"
 #include "stoker/loader.h"
 

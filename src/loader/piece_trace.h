@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "core/piece_audit.h"  // TraceRecord, TraceRun
-#include "core/run_records.h"
+#include "audit/piece_audit.h"  // TraceRecord, TraceRun
+#include "audit/run_records.h"
 #include "mpi/comm.h"
 #include "stoker/loader.h"
 #include "stoker/trace.h"

@@ -1,4 +1,4 @@
-// The files of run records (core/run_records.h; docs/format.md, "Piece traces"):
+// The files of run records (audit/run_records.h; docs/format.md, "Piece traces"):
 //   TRACE_DIR/from-<S>/run.json    who the run is and when it started: written once, atomically,
 //                                  by rank 0 before any rank writes a record
 //   TRACE_DIR/from-<S>/run.clock   the time of rank 0's latest batch, rewritten in place as the
@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/run_records.h"
+#include "audit/run_records.h"
 
 namespace stoker {
 

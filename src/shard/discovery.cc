@@ -4,10 +4,10 @@
 
 #include "base/bytes.h"
 #include "base/check.h"
-#include "core/token_type.h"
 #include "h5/h5.h"
 #include "shard/corpus_listing.h"
 #include "stoker/fingerprint.h"
+#include "tokens/token_type.h"
 
 namespace stoker {
 

@@ -20,12 +20,12 @@
 #include <string_view>
 
 #include "base/check.h"
-#include "core/token_type.h"
 #include "h5/h5.h"
 #include "os/files.h"
 #include "os/posix_io.h"
 #include "os/unique_fd.h"
 #include "shard/discovery.h"
+#include "tokens/token_type.h"
 
 namespace stoker {
 

@@ -8,10 +8,10 @@
 #include <cstring>
 
 #include "base/check.h"
-#include "core/token_type.h"
 #include "os/files.h"
 #include "os/posix_io.h"
 #include "shard/shard_check.h"
+#include "tokens/token_type.h"
 
 namespace stoker {
 

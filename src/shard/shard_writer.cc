@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "base/check.h"
-#include "core/token_type.h"
 #include "os/files.h"
+#include "tokens/token_type.h"
 
 namespace stoker {
 

@@ -12,10 +12,10 @@
 #include "base/bytes.h"
 #include "base/check.h"
 #include "base/text_table.h"
-#include "core/token_type.h"
 #include "shard/discovery.h"
 #include "shard/shard_reader.h"
 #include "stoker/memory.h"
+#include "tokens/token_type.h"
 
 namespace stoker {
 

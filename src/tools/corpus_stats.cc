@@ -7,9 +7,9 @@
 #include "base/bytes.h"
 #include "base/check.h"
 #include "base/text_table.h"
-#include "core/token_type.h"
 #include "shard/discovery.h"
 #include "shard/shard_reader.h"
+#include "tokens/token_type.h"
 
 namespace stoker {
 

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "core/length_histogram.h"
 #include "mpi/comm.h"
 #include "stoker/corpus.h"
+#include "tokens/length_histogram.h"
 
 namespace stoker {
 

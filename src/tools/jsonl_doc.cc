@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/check.h"
-#include "core/byte_tokenizer.h"
+#include "tokens/byte_tokenizer.h"
 
 namespace stoker {
 

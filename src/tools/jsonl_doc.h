@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/token_type.h"  // kMaxTokenId
+#include "tokens/token_type.h"  // kMaxTokenId
 #include "tools/pack.h"
 #include "tools/pack_sink.h"  // DocKind
 

@@ -10,8 +10,8 @@
 
 #include "base/bytes.h"
 #include "base/check.h"
-#include "core/byte_tokenizer.h"
 #include "stoker/memory.h"
+#include "tokens/byte_tokenizer.h"
 #include "tools/jsonl_doc.h"
 #include "tools/pack_sink.h"
 

@@ -5,9 +5,9 @@
 #include <limits>
 
 #include "base/check.h"
-#include "core/byte_tokenizer.h"
-#include "core/token_type.h"
 #include "shard/part_path.h"
+#include "tokens/byte_tokenizer.h"
+#include "tokens/token_type.h"
 
 namespace stoker {
 

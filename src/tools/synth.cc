@@ -9,9 +9,9 @@
 #include <set>
 
 #include "base/check.h"
-#include "core/random.h"
-#include "core/token_type.h"
+#include "order/random.h"
 #include "shard/shard_writer.h"
+#include "tokens/token_type.h"
 
 namespace stoker {
 

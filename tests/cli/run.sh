@@ -158,7 +158,7 @@ def dataset_of(value):
 def cut(n, parts, part):
     return n * part // parts
 
-def share(docs, rank):  # documents in the logical shards `rank` owns (core/partition.h)
+def share(docs, rank):  # documents in the logical shards `rank` owns (order/partition.h)
     first, last = cut(shards, world, rank), cut(shards, world, rank + 1)
     return cut(docs, shards, last) - cut(docs, shards, first)
 

@@ -1,5 +1,5 @@
 // The document boundaries of a batch worked out token by token, as a check of
-// core/boundaries.h's piece-by-piece computation: every row token gets its owner (the document
+// packing/boundaries.h's piece-by-piece computation: every row token gets its owner (the document
 // and framed position it holds), and the fields follow from comparing neighbouring owners.
 // Header-only; pure.
 #pragma once
@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/row_planner.h"
+#include "packing/row_planner.h"
 #include "stoker/batch.h"
 
 namespace stoker::testing {

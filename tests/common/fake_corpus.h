@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/random.h"
-#include "core/row_planner.h"
+#include "order/random.h"
+#include "packing/row_planner.h"
 
 namespace stoker::testing {
 

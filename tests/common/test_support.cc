@@ -9,9 +9,9 @@
 #include <limits>
 #include <stdexcept>
 
-#include "core/random.h"
-#include "core/token_type.h"
+#include "order/random.h"
 #include "shard/shard_reader.h"
+#include "tokens/token_type.h"
 
 namespace stoker::testing {
 

@@ -13,14 +13,14 @@
 #include <set>
 #include <vector>
 
+#include "audit/piece_audit.h"
 #include "checkpoint/restore.h"
-#include "core/byte_tokenizer.h"
-#include "core/checkpoint_codec.h"
-#include "core/piece_audit.h"
-#include "core/row_planner.h"
 #include "loader/piece_trace.h"
+#include "packing/row_planner.h"
+#include "state/checkpoint_codec.h"
 #include "stoker/error.h"
 #include "stoker/weights.h"
+#include "tokens/byte_tokenizer.h"
 #include "tools/jsonl_doc.h"
 
 namespace stoker::fuzz {

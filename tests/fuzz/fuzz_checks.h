@@ -21,7 +21,7 @@ class FuzzFailure : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
-// A checkpoint rank file (core/checkpoint_codec.h) without its last 8 bytes: the check sets the
+// A checkpoint rank file (state/checkpoint_codec.h) without its last 8 bytes: the check sets the
 // header's payload length and appends the right XXH3-64, so that mutations reach the payload
 // decoder instead of stopping at those two plain comparisons.
 // A decoded checkpoint must encode and decode to itself, and pass or fail CheckStateFits
@@ -41,7 +41,7 @@ void CheckWeights(std::string_view data);
 void CheckJsonlLine(std::string_view data);
 
 // Piece trace files (loader/piece_trace.h) read by ReadTraceDir and audited by AuditTrace
-// (core/piece_audit.h), which must never throw. Byte 0 shapes the trace folder: bits 0-1 the
+// (audit/piece_audit.h), which must never throw. Byte 0 shapes the trace folder: bits 0-1 the
 // world of the run from step 0 (1 + value), bit 2 a second run, bits 3-4 its world, bit 5 corpus
 // facts for the audit (bits 6-7: 1-4 datasets); byte 1 the second run's start step. The rest is
 // split evenly into the rank files, in order. Files go to a scratch folder under $TMPDIR (or /tmp)

@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "common/test_support.h"
-#include "core/random.h"
-#include "core/token_type.h"
 #include "mpi/comm.h"
+#include "order/random.h"
 #include "stoker/corpus.h"
 #include "stoker/error.h"
+#include "tokens/token_type.h"
 
 namespace stoker {
 namespace {

@@ -21,12 +21,12 @@
 #include <vector>
 
 #include "common/test_support.h"
-#include "core/token_type.h"
 #include "mpi/comm.h"
 #include "os/posix_io.h"
 #include "shard/discovery.h"
 #include "stoker/error.h"
 #include "stoker/loader.h"
+#include "tokens/token_type.h"
 #include "tools/synth.h"
 
 namespace stoker {

@@ -7,9 +7,9 @@
 #include <numeric>
 
 #include "common/test_support.h"
-#include "core/token_type.h"
 #include "shard/discovery.h"
 #include "stoker/error.h"
+#include "tokens/token_type.h"
 #include "tools/corpus_stats.h"
 
 namespace stoker {

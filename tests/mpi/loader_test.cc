@@ -7,8 +7,8 @@
 // Every corpus here has unique token values (`stoker synth --unique-tokens`, or made by hand the
 // same way), so a rank's stream can be cut back into documents and every document named.
 // A rank delivers all of its share of a dataset's epoch e before any document of epoch e + 1
-// (core/row_planner.h), and its share is the documents of the logical shards it owns
-// (core/partition.h): the n-th share-sized run of a rank's documents of a dataset is its part of
+// (packing/row_planner.h), and its share is the documents of the logical shards it owns
+// (order/partition.h): the n-th share-sized run of a rank's documents of a dataset is its part of
 // epoch n, and over the ranks those parts must be the whole dataset, each document once.
 #include "stoker/loader.h"
 
@@ -27,8 +27,8 @@
 
 #include "common/boundary_reference.h"
 #include "common/test_support.h"
-#include "core/partition.h"
 #include "mpi/comm.h"
+#include "order/partition.h"
 #include "shard/discovery.h"
 #include "shard/shard_reader.h"
 #include "stoker/error.h"

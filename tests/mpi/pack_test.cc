@@ -9,10 +9,10 @@
 #include <filesystem>
 
 #include "common/test_support.h"
-#include "core/byte_tokenizer.h"
-#include "core/random.h"
+#include "order/random.h"
 #include "shard/discovery.h"
 #include "stoker/error.h"
+#include "tokens/byte_tokenizer.h"
 
 namespace stoker {
 namespace {

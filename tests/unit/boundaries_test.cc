@@ -1,11 +1,11 @@
-// Document boundaries from known pieces (core/boundaries.h): one worked example field by field
+// Document boundaries from known pieces (packing/boundaries.h): one worked example field by field
 // (the one docs/loader.md shows), then planned rows of documents longer and shorter than a row
 // and empty ones, BOS on and off, against the token-by-token reference
 // (common/boundary_reference.h), also after a rescale; fields only when asked for; pieces that do
 // not cover a row. ComputeBoundaries never sees a token value, so a document holding the EOS id
 // is nothing to it: mpi LoaderTest.BoundaryFieldsFollowThePiecesEvenWhereADocumentHoldsTheEosId
 // checks that on real batches.
-#include "core/boundaries.h"
+#include "packing/boundaries.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 
 #include "common/boundary_reference.h"
 #include "common/fake_corpus.h"
-#include "core/rescale.h"
+#include "state/rescale.h"
 #include "stoker/error.h"
 
 namespace stoker {
@@ -135,7 +135,7 @@ TEST(Boundaries, PiecesThatDoNotCoverTheRowsAreRefused) {
 }
 
 // After a resume on another number of ranks a rank may hold several documents other ranks began
-// (core/rescale.h): it delivers their rests one after another, so pieces that go on with a
+// (state/rescale.h): it delivers their rests one after another, so pieces that go on with a
 // document also begin within rows. Each is a sequence of its own.
 TEST(Boundaries, RestsOfDocumentsWithinRowsAfterARescale) {
   const FakeCorpus corpus = FakeCorpus::Make({300, 200}, 12, 40);

@@ -1,6 +1,6 @@
 // The byte tokenizer of `stoker pack`: lossless for every byte value, including text that is not
 // valid UTF-8; EOS and BOS sit above the bytes and vanish on decoding.
-#include "core/byte_tokenizer.h"
+#include "tokens/byte_tokenizer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The checkpoint file's codec: a rank's state round trips byte for byte, every flipped bit or cut
 // is refused naming the file, and identity differences are named one per line.
-#include "core/checkpoint_codec.h"
+#include "state/checkpoint_codec.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "common/fake_corpus.h"
-#include "core/field_codec.h"
-#include "core/row_planner.h"
+#include "packing/row_planner.h"
+#include "state/field_codec.h"
 #include "stoker/error.h"
 
 namespace stoker {

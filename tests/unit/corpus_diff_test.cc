@@ -1,7 +1,7 @@
 // The difference between a checkpoint's corpus record and the corpus of a resume: files added,
 // removed and changed (each field the fingerprint covers), at most `shown` of each kind named,
 // and a record identical to the corpus said to differ in its fingerprint only.
-#include "core/corpus_diff.h"
+#include "state/corpus_diff.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

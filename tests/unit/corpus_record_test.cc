@@ -1,6 +1,6 @@
 // The corpus record's codec: a table round trips, paths sharing prefixes or not; every flipped
 // bit or cut is refused naming the file; a corpus of 100,000 shards stays small.
-#include "core/corpus_record.h"
+#include "state/corpus_record.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // DocumentEnds: a piece followed, within its step, by another document's piece must end its
 // document; one that stops before is named, and an off-by-one at every end blames the framing.
-#include "core/document_ends.h"
+#include "audit/document_ends.h"
 
 #include <gtest/gtest.h>
 

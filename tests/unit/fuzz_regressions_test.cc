@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "core/checkpoint_codec.h"
 #include "fuzz/fuzz_checks.h"
+#include "state/checkpoint_codec.h"
 #include "stoker/error.h"
 
 namespace stoker {

@@ -1,6 +1,6 @@
 // LengthHistogram: exact below 128, within 1/64 above, buckets consistent over the whole uint64
 // range, merging equals adding, and the flat form round-trips.
-#include "core/length_histogram.h"
+#include "tokens/length_histogram.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/random.h"
+#include "order/random.h"
 #include "stoker/error.h"
 
 namespace stoker {

@@ -1,5 +1,5 @@
-// The loader's state on one rank and the deltas that batches carry (core/loader_state.h).
-#include "core/loader_state.h"
+// The loader's state on one rank and the deltas that batches carry (state/loader_state.h).
+#include "state/loader_state.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// The mixer's choice of the next dataset (core/mixer.h) and the schedule of its weights
-// (core/mix_schedule.h).
-#include "core/mixer.h"
+// The mixer's choice of the next dataset (mixing/mixer.h) and the schedule of its weights
+// (mixing/mix_schedule.h).
+#include "mixing/mixer.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/mix_schedule.h"
+#include "mixing/mix_schedule.h"
 
 namespace stoker {
 namespace {

@@ -1,5 +1,5 @@
-// A dataset's order, epoch by epoch (core/order.h).
-#include "core/order.h"
+// A dataset's order, epoch by epoch (order/order.h).
+#include "order/order.h"
 
 #include <gtest/gtest.h>
 

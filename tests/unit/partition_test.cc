@@ -1,5 +1,5 @@
-// Logical shards and their owners (core/partition.h).
-#include "core/partition.h"
+// Logical shards and their owners (order/partition.h).
+#include "order/partition.h"
 
 #include <gtest/gtest.h>
 

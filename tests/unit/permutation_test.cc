@@ -1,4 +1,4 @@
-#include "core/permutation.h"
+#include "order/permutation.h"
 
 #include <gtest/gtest.h>
 

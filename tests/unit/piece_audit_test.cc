@@ -6,7 +6,7 @@
 // from the wrong step, a missing step, a partial step inside the history) are caught and named;
 // superseded steps and a killed last run's partial step are left out. Also the trace files:
 // write, read back, a trailing partial record dropped, PrepareTraceDir, a missing rank file.
-#include "core/piece_audit.h"
+#include "audit/piece_audit.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // CounterRng and DeriveKey: fully specified (pinned values), resumable by value, and with the
 // distributions they promise.
-#include "core/random.h"
+#include "order/random.h"
 
 #include <gtest/gtest.h>
 

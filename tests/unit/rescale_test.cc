@@ -1,7 +1,7 @@
 // Rescaling in simulated worlds: ranks stream part of an epoch, their states are split and
 // reassembled for another world size, the new ranks stream on, and every framed token of the
 // epoch must have been delivered exactly once over all the worlds.
-#include "core/rescale.h"
+#include "state/rescale.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The pure core of the loader in simulated worlds: every rank of a world of W runs its own
 // RowPlanner in this one process, and the tests count every framed token they deliver.
-#include "core/row_planner.h"
+#include "packing/row_planner.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

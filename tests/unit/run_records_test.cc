@@ -1,12 +1,12 @@
 // Run records and the check that no two runs of a trace folder ran at the same time
-// (core/run_records.h), on hand-made records: a chain whose runs each started after the previous
+// (audit/run_records.h), on hand-made records: a chain whose runs each started after the previous
 // one's last batch is clean, also within the clock tolerance; a run still writing after the next
 // one started, or after the run that set it aside started, is a problem naming both runs and
 // coming first; runs without a record are noted, not checked. Then the files
 // (loader/run_record_files.h) in one process: PrepareTraceDir writes run.json, rank 0's writer
 // keeps run.clock, a run from the same step sets the earlier folder aside without its records,
 // and a writer that goes on after being set aside is caught, as two runs at once would be.
-#include "core/run_records.h"
+#include "audit/run_records.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

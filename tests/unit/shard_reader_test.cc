@@ -14,11 +14,11 @@
 
 #include "base/check.h"
 #include "common/test_support.h"
-#include "core/random.h"
-#include "core/token_type.h"
+#include "order/random.h"
 #include "shard/discovery.h"
 #include "shard/shard_writer.h"
 #include "stoker/error.h"
+#include "tokens/token_type.h"
 
 namespace stoker {
 namespace {

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "common/test_support.h"
-#include "core/token_type.h"
 #include "stoker/error.h"
+#include "tokens/token_type.h"
 
 namespace stoker {
 namespace {

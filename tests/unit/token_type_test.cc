@@ -1,6 +1,6 @@
 // Token types: sizes, signedness and names agree with each other; the vocabulary rule picks the
 // narrowest type; WidenTokens converts every type exactly (sign-extending the signed ones).
-#include "core/token_type.h"
+#include "tokens/token_type.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,154 @@
+// RowPlanner: which tokens go into each row a rank delivers. Pure: no I/O, no MPI, no clock.
+//
+// A rank's stream is its documents one after another, each framed as [BOS] tokens EOS (BOS only
+// when the loader has one; empty documents are skipped, with no EOS), cut into consecutive,
+// non-overlapping rows of `row_tokens` (= seq_len + 1) tokens. A document cut by a row's end goes
+// on in the next row: no token is dropped and none is padded.
+//
+// The next document comes from the dataset the Mixer picks at the weights of the step being
+// planned (PlannerConfig::schedule; at a jump's step the deficits start afresh); within that
+// dataset, from the rank's
+// logical shards in turn, each cycle visiting every non-empty one once in a random order keyed
+// by (seed, dataset, world, rank, generation, cycle); within a logical shard, from the next
+// position of its slice of the epoch's order (DatasetOrder). A shard at the end of its slice
+// wraps to its next epoch, on its own: a small dataset with a large weight is upsampled. Cycles
+// pass over shards already ahead of the rank's least advanced one, so a rank delivers all of its
+// share of a dataset's epoch e before any document of epoch e + 1 (slices differ by at most one
+// document, so this costs at most one pass of skips per epoch). Empty documents are passed over,
+// into the next epochs if a rank's share of an epoch holds no other: a dataset of positive
+// weight is never given up while it has a non-empty document.
+//
+// Document lengths come from a DocLocator the caller supplies (the loader reads document offsets;
+// tests make them up). The state (RankState) is a value the planner advances; copy it between
+// rows to checkpoint. Within a dataset, the order of documents depends on the state alone (only
+// the mixer's choice of the next dataset needs lengths), so LookAhead tells which documents of a
+// dataset come next before any of them is located: the loader reads their offsets ahead.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "mixing/mix_schedule.h"
+#include "mixing/mixer.h"
+#include "order/order.h"
+#include "state/loader_state.h"
+
+namespace stoker {
+
+struct PlannerDataset {
+  std::string name;
+  uint64_t docs = 0;
+};
+
+struct PlannerConfig {
+  uint64_t seed = 0;
+  uint64_t logical_shards = 1;
+  uint64_t world = 1;
+  uint64_t rank = 0;
+  uint64_t row_tokens = 1;  // seq_len + 1
+  bool bos = false;         // frame documents with a BOS as well as an EOS
+  std::vector<PlannerDataset> datasets;
+  MixSchedule schedule;  // the weights of every step; a dataset of weight 0 is not read
+};
+
+// Where a document's tokens are: `length` tokens from `begin` in file `file` of the corpus table.
+struct DocSpan {
+  uint32_t file = 0;
+  uint64_t begin = 0;
+  uint64_t length = 0;
+  bool operator==(const DocSpan&) const = default;
+};
+
+using DocLocator = std::function<DocSpan(uint32_t dataset, uint64_t doc)>;
+
+// A run of one document's framed tokens within a row: framed positions [first, first + count).
+// With BOS, framed position 0 is BOS, 1..length the tokens, length + 1 the EOS; without, 0..length-1
+// are the tokens and `length` is the EOS.
+struct Segment {
+  uint32_t dataset = 0;
+  uint64_t doc = 0;  // document number within the dataset
+  DocSpan span;
+  uint64_t first = 0;
+  uint64_t count = 0;
+  uint64_t shard = 0;  // logical shard and epoch it came from (for tests and diagnostics)
+  uint64_t epoch = 0;
+};
+
+class RowPlanner {
+ public:
+  RowPlanner(PlannerConfig config, RankState state, DocLocator locate);
+
+  // Replaces `row` with the segments of the next row; they add up to row_tokens. Throws
+  // DataError when this rank has no document to deliver.
+  void NextRow(std::vector<Segment>* row);
+
+  // Counts a batch as delivered: the step goes up by one, and the weights are that step's.
+  void EndBatch();
+  // What changed since the last call (or since construction).
+  StateDelta TakeDelta();
+
+  // The documents of `dataset` in the order this planner will visit them (start them, or pass
+  // over them when empty): each call returns the one after the document the previous call
+  // returned, or after the last one the planner visited if that is further on. `visit` counts
+  // the dataset's visits from construction on (as visits() does), so the document is needed once
+  // visits(dataset) > visit. Documents left unfinished in the state are not among them. The first
+  // call copies the state (one RankState more in memory). Only for a dataset with documents on
+  // this rank (has_documents()).
+  struct Ahead {
+    uint64_t visit = 0;
+    uint64_t doc = 0;
+  };
+  Ahead LookAhead(uint32_t dataset);
+  // Documents of `dataset` the planner has visited since construction.
+  uint64_t visits(uint32_t dataset) const { return walk_.visits[dataset]; }
+  // Whether the dataset has documents on this rank's shards.
+  bool has_documents(uint32_t dataset) const { return has_documents_[dataset]; }
+  // Whether the dataset is read at the current step: documents and a positive weight.
+  bool reads(uint32_t dataset) const { return mixer_.reads(dataset); }
+
+  const RankState& state() const { return walk_.state; }
+  const PlannerConfig& config() const { return config_; }
+  uint64_t framed_length(uint64_t length) const { return length == 0 ? 0 : length + extra_; }
+
+ private:
+  // Where every dataset's sequence of documents stands: the state's cursors and, per dataset,
+  // the lowest epoch of its active shards, how many of them are in it, and documents visited.
+  struct Walk {
+    RankState state;
+    std::vector<uint64_t> least_epoch;
+    std::vector<uint64_t> at_least_epoch;
+    std::vector<uint64_t> visits;
+  };
+  // Picks the next document and makes it the front of the state's unfinished documents.
+  void StartNextDocument();
+  void StartDocumentOf(uint32_t dataset);
+  // The mixer of the current step's weights; at a jump, and where a ramp takes a dataset's weight
+  // to 0 or from 0, the deficits start afresh.
+  void FollowSchedule();
+  // The shard of the dataset's next document, moving the walk's interleaving on.
+  uint64_t NextShard(Walk& walk, uint32_t dataset) const;
+  // The document the cursor of (shard, dataset) points at.
+  uint64_t DocumentAt(const Walk& walk, uint64_t shard, uint32_t dataset) const;
+  // Moves the cursor of (shard, dataset) past its document.
+  void Advance(Walk& walk, uint64_t shard, uint32_t dataset) const;
+  void FindLeastEpoch(Walk& walk, uint32_t dataset) const;
+  ShardCursor& Touch(uint64_t shard, uint32_t dataset);
+
+  PlannerConfig config_;
+  Walk walk_;   // the rows'
+  Walk ahead_;  // LookAhead's, once ahead_started_
+  bool ahead_started_ = false;
+  DocLocator locate_;
+  Mixer mixer_;
+  uint64_t extra_;                             // 1 (EOS) or 2 (BOS and EOS)
+  std::vector<DatasetOrder> orders_;
+  std::vector<uint64_t> interleave_keys_;      // per dataset: from (seed, name, world, rank, generation)
+  std::vector<std::vector<uint64_t>> active_;  // per dataset: owned shards with documents
+  std::vector<uint64_t> rank_docs_;            // per dataset: documents in those shards
+  std::vector<bool> has_documents_;            // per dataset: documents in those shards
+  std::vector<uint64_t> touched_;              // cursor indices changed since TakeDelta
+};
+
+}  // namespace stoker

@@ -1,0 +1,71 @@
+// The loader checkpoint file, format version 2 (docs/checkpoint.md): one file per rank holding
+// its RankState, the weight schedule it ran under and everything that shapes the order, so that
+// a resume can refuse a checkpoint of another corpus, seed, logical-shard count, seq_len or
+// EOS/BOS and say what differs.
+//
+//   bytes 0..7    magic "STOKERCK"
+//   bytes 8..11   format version, uint32 little-endian (2; version 1, without the schedule and
+//                 the mixer's deficits, is still read)
+//   bytes 12..19  payload length P, uint64 little-endian
+//   bytes 20..    payload: LEB128 varints, zigzag for signed values, length-prefixed strings
+//   last 8 bytes  XXH3-64 of every byte before them, little-endian
+// (the frame and the fields are state/field_codec.h's, which the corpus record shares)
+//
+// Cursors are stored as differences from the previous logical shard's cursor of the same
+// dataset: a rank's shards advance together, so most cursors take one byte (docs/checkpoint.md).
+// Pure: no I/O. Decoding checks the magic, version, length and checksum first and never trusts a
+// count it has not checked against the bytes left; any problem is a DataError naming `source`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mixing/mix_schedule.h"
+#include "state/loader_state.h"
+
+namespace stoker {
+
+inline constexpr uint32_t kCheckpointFormatVersion = 2;
+
+// What shapes the order: a resume must match all of it (the weights are not part of it: they
+// may change).
+struct OrderIdentity {
+  std::string corpus_fingerprint;
+  uint64_t seed = 0;
+  uint64_t logical_shards = 0;
+  uint64_t seq_len = 0;
+  int64_t eos_id = 0;
+  std::optional<int64_t> bos_id;
+  std::vector<std::string> datasets;  // names, corpus order
+  bool operator==(const OrderIdentity&) const = default;
+};
+
+struct RankCheckpoint {
+  OrderIdentity identity;
+  std::vector<double> weights;  // in force at the saved step (MixSchedule::WeightsAt)
+  MixSchedule schedule;         // the weights of every step, as the run had them (version 1:
+                                // `weights` from step 0 on)
+  uint64_t world = 1;
+  uint64_t rank = 0;
+  RankState state;
+  bool operator==(const RankCheckpoint&) const = default;
+};
+
+std::string EncodeCheckpoint(const RankCheckpoint& checkpoint);
+
+// Throws DataError naming `source` (a file name) when the bytes are not a valid checkpoint.
+RankCheckpoint DecodeCheckpoint(std::string_view bytes, const std::string& source);
+
+// A weight schedule's fields as a rank file holds them, alone (rank 0 broadcasts its file's).
+std::string EncodeMixSchedule(const MixSchedule& schedule);
+// Throws DataError naming `source` when the bytes are not a schedule of `datasets` datasets.
+MixSchedule DecodeMixSchedule(std::string_view bytes, uint64_t datasets, const std::string& source);
+
+// The differences between what a checkpoint was saved with and what a resume asks for, one line
+// each ("seed: checkpoint 1, now 2"); empty when they match.
+std::vector<std::string> IdentityDifferences(const OrderIdentity& saved, const OrderIdentity& now);
+
+}  // namespace stoker

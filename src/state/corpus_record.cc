@@ -1,0 +1,78 @@
+#include "state/corpus_record.h"
+
+#include <algorithm>
+
+#include "base/check.h"
+#include "state/field_codec.h"
+#include "tokens/token_type.h"
+
+namespace stoker {
+
+namespace {
+
+constexpr std::string_view kMagic = "STOKERCT";
+constexpr const char* kKind = "stoker corpus record";
+
+uint64_t TypeCode(TokenType type) {
+  return 2 * static_cast<uint64_t>(TokenTypeSize(type)) + (TokenTypeSigned(type) ? 1 : 0);
+}
+
+size_t SharedPrefix(std::string_view a, std::string_view b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+RecordedShard GetShard(FieldReader* r, std::string_view previous_path) {
+  RecordedShard s;
+  const uint64_t shared = r->U();
+  if (shared > previous_path.size()) r->Fail("a path shares more than the previous path holds");
+  s.path = std::string(previous_path.substr(0, shared)) + r->Str();
+  s.file_bytes = r->U();
+  s.docs = r->U();
+  s.tokens = r->U();
+  const uint64_t code = r->U();
+  const auto type =
+      code < 32 ? TokenTypeFrom(static_cast<int>(code / 2), code % 2 == 1) : std::nullopt;
+  if (!type) r->Fail(fmt::format("token type code {} of {}", code, s.path));
+  s.token_type = *type;
+  return s;
+}
+
+}  // namespace
+
+std::string EncodeCorpusRecord(const CorpusRecord& record) {
+  FieldWriter payload;
+  payload.Str(record.fingerprint);
+  payload.U(record.shards.size());
+  std::string_view previous;
+  for (const RecordedShard& s : record.shards) {
+    const size_t shared = SharedPrefix(previous, s.path);
+    payload.U(shared);
+    payload.Str(std::string_view(s.path).substr(shared));
+    payload.U(s.file_bytes);
+    payload.U(s.docs);
+    payload.U(s.tokens);
+    payload.U(TypeCode(s.token_type));
+    previous = s.path;
+  }
+  return FrameFile(kMagic, kCorpusRecordFormatVersion, payload.bytes());
+}
+
+CorpusRecord DecodeCorpusRecord(std::string_view bytes, const std::string& source) {
+  FieldReader r = UnframeFile(bytes, kMagic, kCorpusRecordFormatVersion, source, kKind);
+  CorpusRecord record;
+  record.fingerprint = r.Str();
+  // Every shard takes at least 6 bytes (five varints and an empty string's length).
+  record.shards.resize(r.Count(6));
+  std::string_view previous;  // into the previous shard's path, which stays put
+  for (RecordedShard& s : record.shards) {
+    s = GetShard(&r, previous);
+    previous = s.path;
+  }
+  if (!r.done()) r.Fail("bytes after the last shard");
+  return record;
+}
+
+}  // namespace stoker

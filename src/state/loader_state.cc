@@ -1,0 +1,26 @@
+#include "state/loader_state.h"
+
+namespace stoker {
+
+RankState InitialRankState(uint64_t datasets, uint64_t logical_shards, uint64_t world,
+                           uint64_t rank) {
+  RankState state;
+  state.datasets = datasets;
+  state.shards = OwnedLogicalShards(logical_shards, world, rank);
+  state.cursors.resize(state.shards.size() * datasets);
+  state.delivered.resize(datasets);
+  state.deficit.resize(datasets);
+  state.interleave.resize(datasets);
+  return state;
+}
+
+void ApplyDelta(const StateDelta& delta, RankState* state) {
+  for (const auto& [index, cursor] : delta.cursors) state->cursors[index] = cursor;
+  state->step = delta.step;
+  state->delivered = delta.delivered;
+  state->deficit = delta.deficit;
+  state->interleave = delta.interleave;
+  state->unfinished = delta.unfinished;
+}
+
+}  // namespace stoker
