@@ -27,6 +27,7 @@
 #include "mpi/comm.h"
 #include "order/random.h"
 #include "state/rescale.h"
+#include "stoker/checkpoint.h"
 #include "stoker/loader.h"
 #include "stoker/log.h"
 
@@ -111,7 +112,7 @@ void Save(const mpi::Comm& comm, const Options& o) {
 }
 
 void Restore(const mpi::Comm& comm, const Options& o) {
-  const auto step = Loader::FindResumeStep(comm.get(), o.dir);
+  const auto step = FindResumeStep(comm.get(), o.dir);
   if (!step) {
     if (comm.rank() == 0) fmt::print("restore: no checkpoint in {}\n", o.dir);
     return;

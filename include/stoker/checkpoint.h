@@ -4,14 +4,18 @@
 //   CHECKPOINT_DIR/step-<N>/loader/rank-<r>-of-<W>.ckpt   the loader's state (Loader::Save)
 //                          /...                           the trainer's own files
 //
-// Loader::FindResumeStep, PrepareResume and PrepareFreshStart (stoker/loader.h) find, set aside
-// and clear such folders; these name and describe one. Not collective; thread safe (no shared
-// state); libstoker.
+// FindResumeStep, PrepareResume and PrepareFreshStart find, set aside and clear such folders
+// (collective; the run session, stoker/run_session.h, calls them in the right order for a
+// trainer); StepFolderName and StepFolderWorld name and describe one (not collective, thread
+// safe). libstoker.
 #pragma once
+
+#include <mpi.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace stoker {
 
@@ -21,5 +25,29 @@ std::string StepFolderName(uint64_t step);
 // The world size whose rank files `step_dir`/loader/ holds (the run that saved it, or the target
 // of `stoker reshard`), or nullopt when it holds none.
 std::optional<uint64_t> StepFolderWorld(const std::string& step_dir);
+
+// Collective over `comm`: the newest complete step folder under `checkpoint_dir` (for
+// LoaderConfig::resume_from), or nullopt. Incomplete newer steps are logged and passed over.
+// A step folder is complete when every rank file is there and every file its trainer.files names
+// (docs/checkpoint.md); `required_files` (relative to the step folder, e.g. "model.pt") names
+// more, for step folders saved without a run session.
+std::optional<std::string> FindResumeStep(MPI_Comm comm, const std::string& checkpoint_dir,
+                                          const std::vector<std::string>& required_files = {});
+
+// Collective over `comm`: takes the folder's lock for this process's life (a second run on the
+// folder is refused), FindResumeStep, then every step folder newer than the one found (or every
+// step folder, when none is found) is renamed to step-<N>.interrupted, logged: such folders hold
+// some ranks' files of a killed run, and this run's saves must never complete them with files of
+// its own. A job that will save into `checkpoint_dir` calls this instead.
+std::optional<std::string> PrepareResume(MPI_Comm comm, const std::string& checkpoint_dir,
+                                         const std::vector<std::string>& required_files = {});
+
+// Collective over `comm`: for a run that starts at step 0 and will save into `checkpoint_dir`.
+// Step folders already there belong to an earlier run, which this run's saves would overwrite or
+// mix with: refused (ConfigError on every rank, naming them), unless `start_over`, when they are
+// deleted (each logged). Call it once the run is known to start (after the Loader and the
+// trainer's own state are built) and before the first Save: a run that fails to start then
+// deletes nothing.
+void PrepareFreshStart(MPI_Comm comm, const std::string& checkpoint_dir, bool start_over);
 
 }  // namespace stoker

@@ -145,29 +145,6 @@ class Loader {
   // tokens or without documents on some rank).
   void SetWeights(const std::map<std::string, double>& weights);
 
-  // Collective over `comm`: the newest complete step folder under `checkpoint_dir` (for
-  // LoaderConfig::resume_from), or nullopt. Incomplete newer steps are logged and passed over.
-  // A trainer that saves its own files into the step folder names them in `required_files`
-  // (relative to the step folder, e.g. "model.pt"): a step without one of them is incomplete.
-  static std::optional<std::string> FindResumeStep(
-      MPI_Comm comm, const std::string& checkpoint_dir,
-      const std::vector<std::string>& required_files = {});
-  // Collective over `comm`: FindResumeStep, then every step folder newer than the one found (or
-  // every step folder, when none is found) is renamed to step-<N>.interrupted, logged: such
-  // folders hold some ranks' files of a killed run, and this run's saves must never complete
-  // them with files of its own. A job that will save into `checkpoint_dir` calls this instead.
-  static std::optional<std::string> PrepareResume(
-      MPI_Comm comm, const std::string& checkpoint_dir,
-      const std::vector<std::string>& required_files = {});
-
-  // Collective over `comm`: for a run that starts at step 0 and will save into
-  // `checkpoint_dir`. Step folders already there belong to an earlier run, which this run's saves
-  // would overwrite or mix with: refused (ConfigError on every rank, naming them), unless
-  // `start_over`, when they are deleted (each logged). Call it once the run is known to start
-  // (after the Loader and the trainer's own state are built) and before the first Save: a run
-  // that fails to start then deletes nothing.
-  static void PrepareFreshStart(MPI_Comm comm, const std::string& checkpoint_dir, bool start_over);
-
   const CorpusTable& corpus() const;
   // The weights of the batch after the last one Next() returned, normalized, per dataset in
   // corpus order.
@@ -179,9 +156,8 @@ class Loader {
   int rank() const;
   int world_size() const;
 
-  class Impl;
-
  private:
+  class Impl;
   std::unique_ptr<Impl> impl_;
 };
 

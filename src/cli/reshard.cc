@@ -55,7 +55,7 @@ void WarnAboutName(const std::string& out, uint64_t step) {
   if (p.filename().empty()) p = p.parent_path();
   if (p.filename() != StepFolderName(step)) {
     spdlog::warn(
-        "reshard: --out {} is not named {}: `stoker run --resume` and Loader::FindResumeStep "
+        "reshard: --out {} is not named {}: `stoker run --resume` and FindResumeStep "
         "look only for step-<N> folders (and take N for the step); rename it before resuming",
         out, StepFolderName(step));
   }

@@ -168,7 +168,7 @@ Command SetupSteps(CLI::App& app) {
       "List the checkpoint steps of a folder, or find the newest complete one.\n"
       "A step folder (CHECKPOINT_DIR/step-<N>) is complete when loader/ holds the rank file of "
       "every rank of one world size and every --require file is there: the rule a resume "
-      "applies (Loader::FindResumeStep), so a job script asks this instead of checking "
+      "applies (FindResumeStep), so a job script asks this instead of checking "
       "folders itself. Reads names only, never the rank files' content (stoker inspect checks "
       "that), but checks each complete step's corpus record (loader/corpus.table) and names "
       "one that cannot be used. Prints a table of every step folder; --newest or --step N print "

@@ -8,7 +8,6 @@
 #include <memory>
 
 #include "base/check.h"
-#include "checkpoint/checkpoint_lock.h"
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/checkpoint_writer.h"
 #include "checkpoint/corpus_record_file.h"
@@ -240,24 +239,6 @@ void Loader::WaitForSave() {
 }
 uint64_t Loader::step() const { return impl_->delivered().step; }
 
-std::optional<std::string> Loader::FindResumeStep(MPI_Comm comm, const std::string& checkpoint_dir,
-                                                  const std::vector<std::string>& required_files) {
-  return FindNewestCompleteStep(mpi::Comm(comm), checkpoint_dir, required_files);
-}
-std::optional<std::string> Loader::PrepareResume(MPI_Comm comm, const std::string& checkpoint_dir,
-                                                 const std::vector<std::string>& required_files) {
-  const mpi::Comm world(comm);
-  // Before the folder is even read: a run saving into it now is refused, not mistaken for an
-  // interrupted one.
-  LockCheckpointFolder(world, checkpoint_dir);
-  const std::optional<std::string> step_dir =
-      FindNewestCompleteStep(world, checkpoint_dir, required_files);
-  SetAsideStepsAfter(world, checkpoint_dir, step_dir);
-  return step_dir;
-}
-void Loader::PrepareFreshStart(MPI_Comm comm, const std::string& checkpoint_dir, bool start_over) {
-  stoker::PrepareFreshStart(mpi::Comm(comm), checkpoint_dir, start_over);
-}
 const CorpusTable& Loader::corpus() const { return impl_->setup().table; }
 void Loader::SetWeights(const std::map<std::string, double>& weights) {
   impl_->CheckProcess();

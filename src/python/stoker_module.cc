@@ -1,7 +1,8 @@
 // _stoker: the C++ side of the Python package `stoker` (src/python/stoker/ is the side users see,
-// and documents every call). It binds LoaderConfig (config_binding.h) and the Loader, turns
-// stoker's errors into the package's exceptions (stoker.Error and its kinds), and hands each batch
-// over as a dict of torch tensors that own the loader's buffers: no copy.
+// and documents every call). It binds LoaderConfig (config_binding.h), the Loader (PyLoader,
+// py_loader.h) and the run session (session_binding.h), turns stoker's errors into the package's
+// exceptions (stoker.Error and its kinds), and hands each batch over as a dict of torch tensors
+// that own the loader's buffers: no copy.
 //
 // Python threads may share a loader: its calls are serialized (one at a time, each waiting for
 // the one before). Every call that waits -- construction and the resume helpers, which are
@@ -17,11 +18,8 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
-#include <chrono>
 #include <cstdint>
 #include <map>
-#include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,11 +27,10 @@
 #include "config_binding.h"
 #include "py_loader.h"
 #include "session_binding.h"
+#include "stoker/checkpoint.h"
 #include "stoker/error.h"
 #include "stoker/loader.h"
 #include "stoker/log.h"
-#include "stoker/torch.h"
-#include "stoker/trace.h"
 #include "stoker/weights.h"
 
 namespace stoker::python {
@@ -120,19 +117,19 @@ void BindFunctions(py::module_& m) {
   m.def(
       "find_resume_step",
       [](int64_t comm, const std::string& dir, const std::vector<std::string>& required) {
-        return Loader::FindResumeStep(CommOf(comm), dir, required);
+        return FindResumeStep(CommOf(comm), dir, required);
       },
       py::call_guard<py::gil_scoped_release>());
   m.def(
       "prepare_resume",
       [](int64_t comm, const std::string& dir, const std::vector<std::string>& required) {
-        return Loader::PrepareResume(CommOf(comm), dir, required);
+        return PrepareResume(CommOf(comm), dir, required);
       },
       py::call_guard<py::gil_scoped_release>());
   m.def(
       "prepare_fresh_start",
       [](int64_t comm, const std::string& dir, bool start_over) {
-        Loader::PrepareFreshStart(CommOf(comm), dir, start_over);
+        PrepareFreshStart(CommOf(comm), dir, start_over);
       },
       py::call_guard<py::gil_scoped_release>());
 }

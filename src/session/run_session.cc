@@ -89,8 +89,8 @@ RunSession::Impl::Impl(MPI_Comm world, RunSettings s, TrainerFiles f)
 // that its saves never mix with files a killed run left in them.
 void RunSession::Impl::Prepare() {
   const std::string& dir = settings.checkpoint_dir;
-  const auto step_dir = settings.Saves() ? Loader::PrepareResume(comm.get(), dir, files.names)
-                                         : Loader::FindResumeStep(comm.get(), dir, files.names);
+  const auto step_dir = settings.Saves() ? PrepareResume(comm.get(), dir, files.names)
+                                         : FindResumeStep(comm.get(), dir, files.names);
   if (!step_dir) {
     spdlog::info("{}: no checkpoint in {} yet: starting at step 0", files.tag, dir);
     return;
@@ -166,7 +166,7 @@ void RunSession::Start(Loader& loader) {
   // The loader and the trainer's state are built (corpus, configuration and model checked): an
   // earlier run's steps are refused, or deleted with --start-over, before the first save.
   if (!s.settings.resume && s.settings.Saves()) {
-    Loader::PrepareFreshStart(s.comm.get(), s.settings.checkpoint_dir, s.settings.start_over);
+    PrepareFreshStart(s.comm.get(), s.settings.checkpoint_dir, s.settings.start_over);
   }
   s.start_step = s.saved_step = loader.step();
   if (!s.settings.trace_dir.empty()) {

@@ -9,7 +9,7 @@
 # each kill the script counts whether a step folder was left incomplete (a kill during a save),
 # and checks that no process of the killed run is left running. Some rounds are killed during
 # start-up. The script never cleans up: each resumed run itself sets aside the step folders a
-# killed save left incomplete above the step it resumes from (Loader::PrepareResume renames them
+# killed save left incomplete above the step it resumes from (PrepareResume renames them
 # step-<N>.interrupted), so that its saves never complete them with files of its own; the script
 # counts them at the end.
 # At the end a last run to a fixed step, past epoch 0 of every dataset, then `stoker audit TRACE

@@ -33,6 +33,7 @@
 #include "mpi/comm.h"
 #include "shard/discovery.h"
 #include "shard/shard_reader.h"
+#include "stoker/checkpoint.h"
 #include "stoker/error.h"
 #include "stoker/loader.h"
 #include "tools/synth.h"
@@ -154,7 +155,7 @@ TEST_F(CheckpointTest, ResumeAtTheSameWorldSizeIsBitExactAfter0_1_10And100Steps)
 
 TEST_F(CheckpointTest, FindResumeStepTakesTheNewestCompleteStep) {
   const std::string dir = dir_ / "ckpt";
-  EXPECT_EQ(Loader::FindResumeStep(MPI_COMM_WORLD, dir), std::nullopt) << "no folder yet";
+  EXPECT_EQ(FindResumeStep(MPI_COMM_WORLD, dir), std::nullopt) << "no folder yet";
   Stream first;
   {
     Loader a(MPI_COMM_WORLD, Config());
@@ -166,7 +167,7 @@ TEST_F(CheckpointTest, FindResumeStepTakesTheNewestCompleteStep) {
     a.WaitForSave();
     comm_.Barrier();  // every rank's file is written before rank 0 looks
   }
-  auto found = Loader::FindResumeStep(MPI_COMM_WORLD, dir);
+  auto found = FindResumeStep(MPI_COMM_WORLD, dir);
   EXPECT_EQ(found ? fs::path(*found).filename().string() : "none", "step-9");
   // A save killed half-way through step 9; newer folders with nothing complete in them.
   OnRankZero([&] {
@@ -182,7 +183,7 @@ TEST_F(CheckpointTest, FindResumeStepTakesTheNewestCompleteStep) {
     fs::create_directories(dir + "/step-x/loader");
     testing::WriteText(dir + "/step-18", "not a folder");
   });
-  found = Loader::FindResumeStep(MPI_COMM_WORLD, dir);
+  found = FindResumeStep(MPI_COMM_WORLD, dir);
   EXPECT_EQ(found ? fs::path(*found).filename().string() : "none", "step-6")
       << "the newest complete step is step-6: step-9 lacks a rank file";
   if (!found) return;

@@ -24,6 +24,7 @@
 #include "mpi/comm.h"
 #include "os/posix_io.h"
 #include "shard/discovery.h"
+#include "stoker/checkpoint.h"
 #include "stoker/error.h"
 #include "stoker/loader.h"
 #include "tokens/token_type.h"
@@ -106,7 +107,7 @@ TEST_F(FaultsTest, FailedSaveKeepsThePreviousStepForResume) {
     }
     EXPECT_FALSE(fs::exists(ckpt + "/" + file));
     EXPECT_FALSE(fs::exists(ckpt + "/" + file + ".tmp")) << "a temporary file was left";
-    const auto step = Loader::FindResumeStep(MPI_COMM_WORLD, ckpt);
+    const auto step = FindResumeStep(MPI_COMM_WORLD, ckpt);
     EXPECT_EQ(step.value_or(""), ckpt + "/step-4");
     LoaderConfig resumed = Config();
     resumed.resume_from = step.value_or(ckpt + "/step-4");

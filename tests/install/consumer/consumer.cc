@@ -8,6 +8,7 @@
 #include <exception>
 #include <string>
 
+#include "stoker/checkpoint.h"
 #include "stoker/error.h"
 #include "stoker/loader.h"
 #ifdef CONSUMER_TORCH
@@ -40,7 +41,7 @@ int Run(const std::string& data, const std::string& checkpoint_dir) {
     loader.Save(checkpoint_dir + "/step-3");
     loader.WaitForSave();
   }
-  config.resume_from = stoker::Loader::FindResumeStep(MPI_COMM_WORLD, checkpoint_dir).value();
+  config.resume_from = stoker::FindResumeStep(MPI_COMM_WORLD, checkpoint_dir).value();
   stoker::Loader resumed(MPI_COMM_WORLD, config);
   tokens += NextTokens(resumed);
   const uint64_t step = resumed.step();
