@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/check.h"
+#include "checkpoint/checkpoint_store.h"
 #include "mpi/comm.h"
 #include "stoker/checkpoint.h"
 #include "stoker/files.h"
@@ -124,7 +125,7 @@ void RunSession::Impl::Save(const WriteTrainerFiles& write) {
                    "the trainer did not write {}/{}", step_dir, name);
       record += name + "\n";
     }
-    if (!files.names.empty()) WriteFileAtomically(step_dir + "/trainer.files", record);
+    if (!files.names.empty()) WriteFileAtomically(TrainerFilesPath(step_dir), record);
   });
   loader->Save(step_dir);
   saved_step = step;

@@ -8,7 +8,7 @@
 //
 // The model is the same on every rank, so rank 0 alone writes these three files, each atomically
 // (temporary file, fsync, rename), before the ranks save their loader files: a step folder is
-// complete when all of them are there (FindResumeStep with kTrainerFiles). The Python
+// complete when all of them are there (the run session records them in trainer.files). The Python
 // example trainer (train.py) writes files of the same names, which it names in trainer.json: a
 // step folder of the other trainer is refused, saying so.
 #pragma once
