@@ -29,7 +29,7 @@
 #include "state/rescale.h"
 #include "stoker/checkpoint.h"
 #include "stoker/loader.h"
-#include "stoker/log.h"
+#include "stoker/program/log.h"
 
 namespace stoker {
 namespace {
@@ -105,9 +105,10 @@ void Save(const mpi::Comm& comm, const Options& o) {
   if (comm.rank() == 0) {
     fmt::print("save ranks={} blocking_median_ms={:.3f} next_median_ms={:.3f} ratio={:.3f}\n",
                comm.size(), b * 1e3, n * 1e3, b / n);
-    fmt::print("save ranks={} background_write_median_ms={:.3f} plain_write_fsync_ms={:.3f} "
-               "ratio={:.2f} bytes_per_rank_file={}\n",
-               comm.size(), w * 1e3, p * 1e3, w / p, max_bytes);
+    fmt::print(
+        "save ranks={} background_write_median_ms={:.3f} plain_write_fsync_ms={:.3f} "
+        "ratio={:.2f} bytes_per_rank_file={}\n",
+        comm.size(), w * 1e3, p * 1e3, w / p, max_bytes);
   }
 }
 
@@ -129,10 +130,10 @@ void Restore(const mpi::Comm& comm, const Options& o) {
     }
   }
   if (comm.rank() == 0) {
-    fmt::print("restore ranks={} from={} resume_median_s={:.4f} fresh_median_s={:.4f} "
-               "ratio={:.2f}\n",
-               comm.size(), *step, Median(resumed), Median(fresh),
-               Median(resumed) / Median(fresh));
+    fmt::print(
+        "restore ranks={} from={} resume_median_s={:.4f} fresh_median_s={:.4f} "
+        "ratio={:.2f}\n",
+        comm.size(), *step, Median(resumed), Median(fresh), Median(resumed) / Median(fresh));
   }
 }
 
@@ -167,10 +168,10 @@ void Rescale(const Options& o) {
   std::vector<ShardCursor> copy;
   for (const RankState& s : old) copy.insert(copy.end(), s.cursors.begin(), s.cursors.end());
   const double floor = Seconds(start);
-  fmt::print("rescale from={} to={} shards={} datasets={} cursors={} split_encode_decode_s={:.3f} "
-             "assemble_s={:.3f} total_s={:.3f} copy_floor_s={:.4f}\n",
-             o.from, o.to, o.shards, o.datasets, cursors, exchange, assemble, exchange + assemble,
-             floor);
+  fmt::print(
+      "rescale from={} to={} shards={} datasets={} cursors={} split_encode_decode_s={:.3f} "
+      "assemble_s={:.3f} total_s={:.3f} copy_floor_s={:.4f}\n",
+      o.from, o.to, o.shards, o.datasets, cursors, exchange, assemble, exchange + assemble, floor);
 }
 
 }  // namespace
@@ -179,8 +180,9 @@ void Rescale(const Options& o) {
 int main(int argc, char** argv) {
   using stoker::Options;
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
-    std::puts("usage: bench_checkpoint save|restore|rescale [flags] (see the top of "
-              "benchmarks/checkpoint_bench.cc)");
+    std::puts(
+        "usage: bench_checkpoint save|restore|rescale [flags] (see the top of "
+        "benchmarks/checkpoint_bench.cc)");
     return argc < 2 ? 2 : 0;
   }
   Options o;
@@ -199,7 +201,7 @@ int main(int argc, char** argv) {
   }
   stoker::mpi::Session session(&argc, &argv);
   stoker::mpi::Comm comm(MPI_COMM_WORLD);
-  stoker::InitLogging(comm.rank(), spdlog::level::warn);
+  stoker::program::InitLogging(comm.rank(), spdlog::level::warn);
   if (o.mode == "save") stoker::Save(comm, o);
   if (o.mode == "restore") stoker::Restore(comm, o);
   return 0;

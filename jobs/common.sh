@@ -1,53 +1,32 @@
 # shellcheck shell=bash
 # Shared by the job scripts in jobs/slurm/ and jobs/mpirun/ (sourced, bash 5.1 or later): the
-# settings with their defaults (one place for all six scripts), checked before anything is
-# launched, launching the trainer so that a signal makes it save and stop instead of dying, and
-# requeueing. What a checkpoint folder holds is stoker's to
-# say: `stoker steps` finds the newest complete step (the rule a resume applies) and
-# `stoker reshard` makes a whole resharded step folder; no step folder is checked here.
+# shell's part of a training job. It chooses the launcher, holds a signal until the ranks can take
+# it, and runs `scontrol requeue`. Everything else is a program's: the trainer reads its settings
+# from the environment (`stoker settings` lists them, with their defaults) and checks them
+# (`--check`, naming the flag and the variable); `stoker steps` finds the newest complete step;
+# `stoker job` decides on time limits and requeues; `stoker reshard` makes a resharded step.
 #
-# Settings: environment variables; a value set before the script runs wins over the default.
-# One set to nothing is an error (named before anything starts), not the default, except for
-# WEIGHTS, WEIGHTS_SCHEDULE, TRACE_DIR, TRAIN_ARGS, RESULT_FILE, WARNING_SECONDS, STEP and
-# NEW_CHECKPOINT_DIR, where nothing means none (or the default) as below.
+# The scripts' own settings (jobs/README.md has the trainer's too). One set to nothing is an
+# error, except where nothing means none or the default:
 #   STOKER_HOME      the stoker checkout (default: the folder holding jobs/)
-#   TRAINER          which example trainer: stoker-train (C++, the default) or python
-#                    (src/train/train.py under Debian's python3; the package from
-#                    $STOKER_HOME/build/python when it is there, else the installed one)
-#   STOKER_TRAIN     the trainer program (default $STOKER_HOME/build/stoker-train, or
-#                    $STOKER_HOME/src/train/train.py for TRAINER=python); another trainer must
-#                    take stoker-train's flags, --check and --ready-file included
-#   STOKER           the stoker program: steps, reshard, inspect ($STOKER_HOME/build/stoker)
-#   CORPUS           the corpus folder, --data ($STOKER_HOME/out/corpus)
-#   CHECKPOINT_DIR   where step-<N>/ folders go; on storage every node sees
-#                    ($STOKER_HOME/out/checkpoints)
-#   STEPS            train until this global step (300)
-#   SAVE_EVERY       save a step folder every this many steps (50)
-#   WEIGHTS          mixing weights NAME=W,... (empty: proportional to each dataset's tokens)
-#   WEIGHTS_SCHEDULE --weights-schedule: weights that change with the step, inline
-#                    ("0:web=0.7,code=0.3;~10000:web=0.5,code=0.5") or a TOML or JSON file every
-#                    node sees (docs/loader.md, "Mixing"); not with WEIGHTS (the trainer's check
-#                    refuses both). Empty: none
-#   SEQ_LEN, BATCH_SIZE, SEED   --seq-len (128), --batch-size per rank (16), --seed (0)
-#   TRACE_DIR        if set, --trace DIR: piece traces for `stoker audit DIR` (empty: none)
-#   TRAIN_ARGS       more stoker-train flags, split on spaces (e.g. "--dim 64 --layers 1")
-#   TRAINER_FILES    the files the trainer saves in every step folder, beside loader/ (those of
-#                    stoker-train: "model.pt optimizer.pt trainer.json"); a step without one of
-#                    them is not complete. Set it for another trainer
-#   RESULT_FILE      if set, --result FILE: the trainer writes its figures there as JSON
+#   TRAINER          stoker-train (C++, the default) or python (src/train/train.py under Debian's
+#                    python3; the package from $STOKER_HOME/build/python when it is there)
+#   STOKER_TRAIN     the trainer ($STOKER_HOME/build/stoker-train, or src/train/train.py); another
+#                    must take stoker-train's settings, --check and --ready-file included
+#   STOKER           the stoker program ($STOKER_HOME/build/stoker)
+#   CORPUS, CHECKPOINT_DIR   the trainer's, defaulting here to $STOKER_HOME/out/corpus and
+#                    $STOKER_HOME/out/checkpoints (on storage every node sees)
+#   TRAIN_ARGS       more trainer flags, split on white space (e.g. "--dim 64 --layers 1")
+#   TRAINER_FILES    files a complete step folder must hold beside loader/ besides those its
+#                    trainer.files names (a trainer that writes none; default: none)
 #   LAUNCHER         mpirun (default) or srun (Slurm only: srun --mpi=pmix)
 #   MPIRUN           the mpirun command and its flags ("mpirun")
 #   NP               ranks, for jobs/mpirun/ only (2); under Slurm the job's tasks decide
-#   REQUEUE          Slurm only: 1 (default) requeues the job after a SIGUSR1 made the trainer
-#                    save and stop early (a preemption or time-limit warning); 0 does not
-#   IDLE_REQUEUES    Slurm only: requeues in a row that found no newer complete step, after
-#                    which the job stops requeueing (3; 0: no limit)
-#   WARNING_SECONDS  Slurm only: the warning offset of --signal=B:USR1@N, when it was given on
-#                    sbatch's command line (default: from SBATCH_SIGNAL or the script's #SBATCH
-#                    --signal line); a time limit at or below it is refused
-#   For reshard: WORLD_SIZE (the new rank count; required), STEP (the step to reshard; default
-#   the newest complete one), NEW_CHECKPOINT_DIR (where its step-<N>/ goes;
-#   default "$CHECKPOINT_DIR-to-$WORLD_SIZE").
+#   REQUEUE, IDLE_REQUEUES, WARNING_SECONDS   Slurm only: requeue after SIGUSR1 (1) or not (0);
+#                    requeues in a row without a newer step before giving up (3; 0: no limit);
+#                    the --signal offset when sbatch's command line gave it
+#   WORLD_SIZE, STEP, NEW_CHECKPOINT_DIR   reshard: the new rank count (required), the step (the
+#                    newest complete one), the output ("$CHECKPOINT_DIR-to-$WORLD_SIZE")
 
 # `wait -n -p` (below) needs bash 5.1 or later.
 if ((BASH_VERSINFO[0] < 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] < 1))); then
@@ -57,29 +36,26 @@ fi
 
 stoker_settings() {
   : "${STOKER_HOME:?STOKER_HOME must name the stoker checkout}"
-  # `=`, not `:=`: a setting given as empty (CHECKPOINT_DIR="") stays empty, and the trainer's
-  # --check refuses it by name instead of the default silently taking its place.
+  # `=`, not `:=`: a setting given as empty (CHECKPOINT_DIR="") stays empty, and the trainer
+  # refuses it by name instead of the default silently taking its place.
   : "${TRAINER=stoker-train}"
   case "$TRAINER" in
     stoker-train) : "${STOKER_TRAIN=$STOKER_HOME/build/stoker-train}" ;;
     python)
       : "${STOKER_TRAIN=$STOKER_HOME/src/train/train.py}"
-      # The package as built in the checkout (after a PYTHONPATH of your own); an installed one
-      # is found without it.
+      # The package as built in the checkout (after a PYTHONPATH of your own).
       [ ! -d "$STOKER_HOME/build/python/stoker" ] ||
         export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$STOKER_HOME/build/python
       ;;
     *) stoker_fail "TRAINER must be stoker-train or python, not '$TRAINER'" ;;
   esac
   : "${STOKER=$STOKER_HOME/build/stoker}"
-  : "${CORPUS=$STOKER_HOME/out/corpus}" "${CHECKPOINT_DIR=$STOKER_HOME/out/checkpoints}"
-  : "${STEPS=300}" "${SAVE_EVERY=50}" "${WEIGHTS:=}" "${WEIGHTS_SCHEDULE:=}"
-  : "${SEQ_LEN=128}" "${BATCH_SIZE=16}" "${SEED=0}"
-  : "${TRACE_DIR:=}" "${TRAIN_ARGS:=}" "${RESULT_FILE:=}"
-  : "${TRAINER_FILES=model.pt optimizer.pt trainer.json}"
-  : "${LAUNCHER=mpirun}" "${MPIRUN=mpirun}" "${NP=2}" "${REQUEUE=1}" "${IDLE_REQUEUES=3}"
-  : "${WARNING_SECONDS:=}" "${WORLD_SIZE:=}" "${STEP:=}" "${NEW_CHECKPOINT_DIR:=}"
+  export CORPUS=${CORPUS-$STOKER_HOME/out/corpus}
+  export CHECKPOINT_DIR=${CHECKPOINT_DIR-$STOKER_HOME/out/checkpoints}
   [ "$CHECKPOINT_DIR" = / ] || CHECKPOINT_DIR=${CHECKPOINT_DIR%/}
+  : "${TRAIN_ARGS:=}" "${TRAINER_FILES:=}" "${LAUNCHER=mpirun}" "${MPIRUN=mpirun}" "${NP=2}"
+  : "${REQUEUE=1}" "${IDLE_REQUEUES=3}" "${WARNING_SECONDS:=}"
+  : "${WORLD_SIZE:=}" "${STEP:=}" "${NEW_CHECKPOINT_DIR:=}"
 }
 
 # Messages go to stderr, so stdout holds only the trainer's output (its JSON result line).
@@ -110,58 +86,47 @@ stoker_step() {
   _stoker_steps "$1" --step "$2" || stoker_fail "stoker steps $1 --step $2 failed (above)"
 }
 
-# _stoker_steps DIR FLAGS...: `stoker steps` with the trainer's files required; its one line in
-# STEP_NUMBER, STEP_WORLD, STEP_PATH (empty when it printed none). Returns 1 when it failed.
-_stoker_steps() {
-  local line require=() files=() f
+# The --require flags of TRAINER_FILES.
+_stoker_required() {
+  local files=() f
   read -ra files <<< "$TRAINER_FILES"
-  for f in "${files[@]}"; do require+=(--require "$f"); done
+  for f in "${files[@]}"; do printf '%s\n' --require "$f"; done
+}
+
+# _stoker_steps DIR FLAGS...: `stoker steps`; its one line in STEP_NUMBER, STEP_WORLD, STEP_PATH
+# (empty when it printed none). Returns 1 when it failed.
+_stoker_steps() {
+  local line require=()
+  mapfile -t require < <(_stoker_required)
   STEP_NUMBER="" STEP_WORLD="" STEP_PATH=""
   [ -x "$STOKER" ] || { stoker_say "error: STOKER is not an executable program: $STOKER"; return 1; }
   line=$(setsid -w "$STOKER" steps "$@" "${require[@]}") || return 1
   IFS=$'\t' read -r STEP_NUMBER STEP_WORLD STEP_PATH <<< "$line" || true
 }
 
-# stoker_train_command LAUNCHER_ARGS...: the trainer's command line, in the array STOKER_CMD;
-# the arguments are the launcher's (e.g. mpirun -np 4). Always --resume: the trainer starts at
-# step 0 when there is no checkpoint yet, so a requeued or repeated job goes on where it was.
-# STOKER_ARGS holds the trainer's flags alone, and _stoker_setting_of the setting behind each.
+# stoker_train_command LAUNCHER_ARGS...: the trainer's command line, in the array STOKER_CMD, after
+# the launcher's arguments (e.g. mpirun -np 4). The trainer's settings travel in the environment;
+# mpirun passes each one set to the ranks of other nodes too (-x NAME; srun passes them all).
+# Always --resume: the trainer starts at step 0 when there is no checkpoint yet, so a requeued
+# or repeated job goes on where it was.
 stoker_train_command() {
-  STOKER_ARGS=()
-  declare -gA _stoker_setting_of=()
-  _stoker_arg CORPUS --data "$CORPUS"
-  _stoker_arg STEPS --steps "$STEPS"
-  _stoker_arg CHECKPOINT_DIR --checkpoint-dir "$CHECKPOINT_DIR"
-  _stoker_arg SAVE_EVERY --save-every "$SAVE_EVERY"
-  STOKER_ARGS+=(--resume)
-  _stoker_arg SEQ_LEN --seq-len "$SEQ_LEN"
-  _stoker_arg BATCH_SIZE --batch-size "$BATCH_SIZE"
-  _stoker_arg SEED --seed "$SEED"
-  [ -z "$WEIGHTS" ] || _stoker_arg WEIGHTS --weights "$WEIGHTS"
-  [ -z "$WEIGHTS_SCHEDULE" ] ||
-    _stoker_arg WEIGHTS_SCHEDULE --weights-schedule "$WEIGHTS_SCHEDULE"
-  [ -z "$TRACE_DIR" ] || _stoker_arg TRACE_DIR --trace "$TRACE_DIR"
-  [ -z "$RESULT_FILE" ] || _stoker_arg RESULT_FILE --result "$RESULT_FILE"
-  local extra=() flag
+  local extra=() name forward=()
   read -ra extra <<< "$TRAIN_ARGS"  # a list of flags, split on white space (never globbed)
-  for flag in "${extra[@]}"; do
-    [[ "$flag" != --* ]] || _stoker_setting_of[${flag%%=*}]=TRAIN_ARGS
-  done
-  STOKER_ARGS+=("${extra[@]}")
-  STOKER_CMD=("$@" "$STOKER_TRAIN" "${STOKER_ARGS[@]}")
+  STOKER_ARGS=(--resume "${extra[@]}")
+  if [ "$(basename "$1")" = mpirun ] || [ "$1" = "${MPIRUN%% *}" ]; then
+    for name in $("$STOKER" settings --variables --program trainer) PYTHONPATH; do
+      [ -z "${!name+set}" ] || forward+=(-x "$name")
+    done
+  fi
+  STOKER_CMD=("$@" "${forward[@]}" "$STOKER_TRAIN" "${STOKER_ARGS[@]}")
 }
 
-_stoker_arg() {  # _stoker_arg SETTING FLAG VALUE
-  STOKER_ARGS+=("$2" "$3")
-  _stoker_setting_of[$2]=$1
-}
-
-# stoker_check_settings: every setting, checked before anything is launched; exits 2
-# naming the wrong ones. The trainer's own options go through its --check: the option parsing
-# and checks of the run itself (stoker-train's OptionProblems), in one process without MPI, so
-# that no rule is written twice. Call after stoker_train_command.
+# stoker_check_settings: every setting, checked before anything is launched; exits 2 naming the
+# wrong ones. The trainer checks its own (`--check`, in one process without MPI: each problem
+# names its flag, and its variable when the value came from one) and prints them as NAME=VALUE;
+# TARGET_STEPS becomes its STEPS (for `stoker job requeue`). Call after stoker_train_command.
 stoker_check_settings() {
-  local out rc=0 flag named=() setting
+  local out err rc=0
   stoker_need_program STOKER_TRAIN "$STOKER_TRAIN"
   stoker_need_program STOKER "$STOKER"
   [[ "$REQUEUE" =~ ^[01]$ ]] || stoker_fail "REQUEUE must be 0 or 1, not '$REQUEUE'"
@@ -169,42 +134,28 @@ stoker_check_settings() {
     stoker_fail "IDLE_REQUEUES must be a whole number, not '$IDLE_REQUEUES'"
   [[ -z "$WARNING_SECONDS" || "$WARNING_SECONDS" =~ ^[0-9]+$ ]] ||
     stoker_fail "WARNING_SECONDS must be a whole number of seconds, not '$WARNING_SECONDS'"
-  [ -n "${TRAINER_FILES// /}" ] || stoker_fail "TRAINER_FILES is empty: name the files the" \
-    "trainer saves in a step folder (stoker-train: model.pt optimizer.pt trainer.json)"
   [ -n "${MPIRUN// /}" ] || stoker_fail "MPIRUN is empty: give mpirun and its flags"
+  err=$(mktemp) || stoker_fail "cannot make a temporary file"
   # In a session of its own, as the trainer: a Ctrl-C in the terminal reaches this script (which
   # then does not launch), not the check.
-  out=$(setsid -w "$STOKER_TRAIN" --check "${STOKER_ARGS[@]}" 2>&1) || rc=$?
-  [ "$rc" != 0 ] || return 0
-  [ "$rc" -le 128 ] || stoker_fail "$STOKER_TRAIN --check was killed (exit $rc): $out"
-  printf '%s\n' "$out" | sed 's/^/  /' >&2
-  for flag in "${!_stoker_setting_of[@]}"; do
-    setting=${_stoker_setting_of[$flag]}
-    if grep -qF -- "$flag" <<< "$out" && [[ " ${named[*]} " != *" $setting="* ]]; then
-      named+=("$setting='${!setting}'")
-    fi
-  done
-  [ ${#named[@]} -gt 0 ] || named=("(see above)")
-  stoker_fail "wrong setting: ${named[*]}: $STOKER_TRAIN --check said so (above, exit $rc);" \
-    "nothing was launched"
+  out=$(setsid -w "$STOKER_TRAIN" --check "${STOKER_ARGS[@]}" 2> "$err") || rc=$?
+  sed 's/^/  /' "$err" >&2
+  rm -f "$err"
+  [ "$rc" -le 128 ] || stoker_fail "$STOKER_TRAIN --check was killed (exit $rc)"
+  # shellcheck disable=SC2016  # the quotes are the message's
+  [ "$rc" = 0 ] || stoker_fail "wrong setting: $STOKER_TRAIN --check said so (above, exit" \
+    "$rc${TRAIN_ARGS:+; TRAIN_ARGS='$TRAIN_ARGS' gave flags}); nothing was launched"
+  TARGET_STEPS=$(sed -n 's/^STEPS=//p' <<< "$out")
+  [[ "$TARGET_STEPS" =~ ^[0-9]+$ ]] || stoker_fail "$STOKER_TRAIN --check printed no" \
+    "STEPS=N line (a trainer of one's own prints its settings as stoker-train --check does)"
 }
 
-# Signals. From the script's first line on (each job script traps them before it sources this
-# file, in STOKER_EARLY_SIGNALS), a signal is remembered in STOKER_SIGNAL and never lost:
-#   - before the launch: the trainer is not started (nothing to save); under Slurm a SIGUSR1
-#     still requeues the job;
-#   - after it: the signal reaches the ranks as SIGUSR1 (the launcher forwards it to each) once
-#     rank 0 has created the trainer's --ready-file, i.e. once every rank can take it; before
-#     that, mpirun would forward it to ranks that do not exist yet or cannot catch it yet, and
-#     the run would go on to the end. If the ranks never get there (120 s), the launcher is
-#     stopped and, under Slurm, the job requeued;
-#   - all ranks then stop at the same next step, save it and exit 0. USR1, not TERM: mpirun
-#     answers SIGTERM by passing it on and killing the ranks about a second later, before they
-#     could save. A second INT, TERM or HUP means "now": the launcher gets SIGTERM (srun passes
-#     it on to the ranks, which then stop at their next step all the same).
-#   - exit code when the trainer was not started: 0 after SIGUSR1 (the stop it asks for is done;
-#     under Slurm the job requeues), 128 + the signal's number after INT, TERM or HUP.
-# A terminal's hang-up (HUP) counts as TERM.
+# Signals (jobs/README.md, "A signal is never lost"). Each job script traps them from its first
+# line (STOKER_EARLY_SIGNALS); then one is remembered in STOKER_SIGNAL: before the launch the
+# trainer is not started (exit 0 after USR1, 128 + N after INT, TERM, HUP); after it, it reaches
+# the ranks as SIGUSR1 once rank 0 has made the --ready-file (every rank can take it), or the
+# launcher is stopped after 120 s. USR1, not TERM: mpirun kills the ranks a second after a TERM.
+# A second INT, TERM or HUP stops the launcher at once.
 stoker_catch_signals() {
   local signal
   STOKER_SIGNAL="" _stoker_pending_since="" _stoker_launching="" _stoker_pid="" _stoker_ready=""
@@ -231,7 +182,6 @@ _stoker_on_signal() {
   fi
 }
 
-# Hands a pending signal to the launcher once the ranks can take it (see above).
 _stoker_deliver() {
   [ -n "$_stoker_pending_since" ] && [ -n "$_stoker_pid" ] || return 0
   if [ -e "$_stoker_ready" ]; then
@@ -245,10 +195,8 @@ _stoker_deliver() {
   fi
 }
 
-# stoker_launch: runs STOKER_CMD (with --ready-file), delivering signals as above, and waits for
-# it; or, after a signal came first, does not. Sets STOKER_RC (its exit code; 0 when it did not
-# start) and STOKER_SIGNAL (the first signal received, or empty). The ready file lies in
-# CHECKPOINT_DIR, storage that rank 0 and this script both see (rank 0 may run on another node).
+# stoker_launch: runs STOKER_CMD (with --ready-file, in CHECKPOINT_DIR, which rank 0's node sees
+# too) unless a signal came first, and waits for it; STOKER_RC is its exit code (0 unstarted).
 stoker_launch() {
   STOKER_RC=0
   _stoker_launching=1
@@ -260,13 +208,9 @@ stoker_launch() {
   _stoker_ready=$CHECKPOINT_DIR/.stoker-ready-$(hostname)-$$
   rm -f "$_stoker_ready"
   STOKER_CMD+=(--ready-file "$_stoker_ready")
-  # Open MPI's banner after a rank's non-zero exit ("Primary job terminated normally, but ...")
-  # repeats what the trainer said; the exit is explained below instead.
-  export OMPI_MCA_orte_execute_quiet=1
+  export OMPI_MCA_orte_execute_quiet=1  # no "Primary job terminated" banner: explained below
   stoker_say "running: ${STOKER_CMD[*]}"
-  # In a session of its own: a Ctrl-C in the terminal reaches this script only, which forwards
-  # it as above, instead of also reaching mpirun (which would kill the ranks) and the ranks.
-  setsid "${STOKER_CMD[@]}" &
+  setsid "${STOKER_CMD[@]}" &  # a terminal's Ctrl-C reaches this script only, not mpirun
   _stoker_pid=$!
   _stoker_wait
   rm -f "$_stoker_ready"
@@ -280,16 +224,13 @@ stoker_launch() {
   esac
 }
 
-# Waits for the launcher; with a signal pending, wakes every 0.2 s to deliver it. `wait -n -p`
-# (bash 5.1) returns when the launcher ends, or early when a trapped signal arrives.
+# Waits for the launcher (`wait -n -p` returns early on a trapped signal); until the ranks are
+# up, or with a signal pending, it wakes every 0.2 s to deliver it.
 _stoker_wait() {
   local ended status sleeper
   while true; do
     _stoker_deliver
     sleeper=""
-    # Until the ranks are up, wake up often: a signal that arrives between the delivery above
-    # and the wait below is then delivered 0.2 s later instead of never. Once they are up, the
-    # trap delivers it at once.
     if [ -n "$_stoker_pending_since" ] || [ ! -e "$_stoker_ready" ]; then
       sleep 0.2 &
       sleeper=$!
@@ -297,8 +238,7 @@ _stoker_wait() {
     ended="" status=0
     wait -n -p ended "$_stoker_pid" ${sleeper:+"$sleeper"} || status=$?
     [ -z "$sleeper" ] || kill "$sleeper" 2> /dev/null || true
-    # The launcher ended; or `wait` failed for another reason than a signal (never seen: the
-    # launcher is this shell's child), which must not spin here for ever.
+    # The launcher ended, or `wait` failed for another reason than a signal: no spinning.
     if [ "${ended:-}" = "$_stoker_pid" ] || { [ -z "${ended:-}" ] && [ "$status" -le 128 ]; }; then
       STOKER_RC=$status
       return
@@ -306,15 +246,14 @@ _stoker_wait() {
   done
 }
 
-# stoker_check_inputs train|resume RANKS: the checkpoint folder, checked before launching
-# anything; says where the run starts. For resume, refuses (exit 2) when CHECKPOINT_DIR holds
-# no step folder. Call after stoker_check_settings.
+# stoker_check_inputs train|resume RANKS: says where the run starts; resume refuses (exit 2) a
+# CHECKPOINT_DIR without a step folder.
 stoker_check_inputs() {
   local mode=$1 ranks=$2
   if ! stoker_newest_step "$CHECKPOINT_DIR"; then
     [ "$mode" != resume ] || stoker_fail "nothing to resume: no complete step-<N> folder in" \
       "CHECKPOINT_DIR=$CHECKPOINT_DIR (a complete one holds loader/rank-R-of-W.ckpt for every" \
-      "rank R < W and the trainer's files: $TRAINER_FILES). Start with train instead, or set" \
+      "rank R < W and the files its trainer.files names). Start with train instead, or set" \
       "CHECKPOINT_DIR"
     mkdir -p "$CHECKPOINT_DIR" || stoker_fail "cannot create CHECKPOINT_DIR=$CHECKPOINT_DIR"
     stoker_say "no checkpoint in $CHECKPOINT_DIR yet: the trainer starts at step 0"
@@ -325,8 +264,8 @@ stoker_check_inputs() {
     "rescales its state (no token lost or repeated)")"
 }
 
-# stoker_start MODE RANKS LAUNCHER_ARGS...: what every training job does before its launch:
-# signals caught, settings checked, the checkpoint folder looked at, the command built.
+# stoker_start MODE RANKS LAUNCHER_ARGS...: signals caught, command built, settings checked,
+# checkpoint folder looked at: what every training job does before its launch.
 stoker_start() {
   local mode=$1 ranks=$2
   shift 2
@@ -336,18 +275,16 @@ stoker_start() {
   stoker_check_inputs "$mode" "${ranks:-?}"
 }
 
-# stoker_slurm_train train|resume: the body of jobs/slurm/train.sbatch and resume.sbatch. The
-# trainer runs on the job's tasks (mpirun reads the allocation; srun --mpi=pmix). After a
-# SIGUSR1 (Slurm's --signal warning before the time limit, or `scancel --batch --signal=USR1`)
-# made it save and stop early, the job requeues itself (unless REQUEUE=0): it runs again with
-# SLURM_RESTART_COUNT one higher and, through --resume, goes on from the step just saved.
+# stoker_slurm_train train|resume: the body of jobs/slurm/train.sbatch and resume.sbatch, on the
+# job's tasks. After a SIGUSR1 made the trainer save and stop early, the job requeues itself
+# (unless REQUEUE=0) and, through --resume, goes on from the step just saved.
 stoker_slurm_train() {
   local mode=$1 ranks=${SLURM_NTASKS:-${SLURM_NPROCS:-}} launcher=()
   stoker_settings
   stoker_say "job ${SLURM_JOB_ID:-?} ($mode) on ${SLURM_JOB_NODELIST:-?}: ${ranks:-?} tasks," \
     "restart count ${SLURM_RESTART_COUNT:-0}, launcher $LAUNCHER"
-  # MPIRUN is a command and its flags, split on spaces. srun --export=ALL: in a job submitted
-  # with --export=NONE, srun's tasks would otherwise start without PATH.
+  # MPIRUN: a command and its flags. srun --export=ALL: the settings, and PATH under
+  # sbatch --export=NONE.
   # shellcheck disable=SC2206
   case "$LAUNCHER" in
     mpirun) read -ra launcher <<< "$MPIRUN"; launcher+=(${ranks:+-np "$ranks"}) ;;
@@ -364,14 +301,10 @@ stoker_slurm_train() {
   exit "$STOKER_RC"
 }
 
-# A time limit at or below the warning offset (#SBATCH --signal=B:USR1@N) would have Slurm send
-# the warning at once, every time: the job would save a step and requeue itself every few
-# seconds, for ever. Refused (exit 2) before anything starts. `stoker job time-limit` decides
-# (every time format of Slurm, the offset of a --signal spec: src/job/slurm_time.h); here, where
-# the two come from. The offset: WARNING_SECONDS, else SBATCH_SIGNAL, else the script's own
-# #SBATCH --signal line (Slurm runs a copy of it: $0); an offset given as `sbatch --signal=...`
-# on the command line is not visible here: set WARNING_SECONDS with it. The limit: squeue's.
-# Without either, nothing is checked.
+# A time limit at or below the warning offset would have Slurm warn at once, every time, and the
+# job requeue itself for ever: refused (exit 2). `stoker job time-limit` decides; the offset comes
+# from WARNING_SECONDS, else SBATCH_SIGNAL, else the script's #SBATCH --signal line ($0 is
+# Slurm's copy of it), the limit from squeue. Without either, nothing is checked.
 _stoker_check_time_limit() {
   local limit spec what offset=() out rc=0 verdict line
   if [ -n "$WARNING_SECONDS" ]; then
@@ -391,19 +324,14 @@ _stoker_check_time_limit() {
   [ "$verdict" != too-short ] || exit 2
 }
 
-# After SIGUSR1: `stoker job requeue` decides (src/job/requeue.h) and keeps the count in
-# CHECKPOINT_DIR/.stoker-requeues. The job requeues unless the newest complete step has reached
-# STEPS (the trainer saves the step it stops at, and the last one), or the job has been requeued
-# IDLE_REQUEUES times in a row without a newer complete step: a warning that comes before a step
-# and its save can finish, every time, would otherwise requeue the job for ever (it then exits
-# 1). A trainer that failed after the signal is requeued too: the job is about to end, and the
-# next run goes on from the newest complete step.
+# After SIGUSR1: `stoker job requeue` decides (requeue, done at STEPS, or give-up after
+# IDLE_REQUEUES requeues without a newer complete step: exit 1) and counts in
+# CHECKPOINT_DIR/.stoker-requeues; a trainer that failed after the signal is requeued too.
 _stoker_requeue() {
-  local out rc=0 decision line files=() require=() f
+  local out rc=0 decision line require=()
   [ -n "${SLURM_JOB_ID:-}" ] || { stoker_say "not under Slurm: no requeue"; return 0; }
-  read -ra files <<< "$TRAINER_FILES"
-  for f in "${files[@]}"; do require+=(--require "$f"); done
-  out=$(setsid -w "$STOKER" job requeue --checkpoint-dir "$CHECKPOINT_DIR" --steps "$STEPS" \
+  mapfile -t require < <(_stoker_required)
+  out=$(setsid -w "$STOKER" job requeue --checkpoint-dir "$CHECKPOINT_DIR" --steps "$TARGET_STEPS" \
         --idle-requeues "$IDLE_REQUEUES" --job-id "$SLURM_JOB_ID" --trainer-exit "$STOKER_RC" \
         "${require[@]}") || rc=$?
   [ "$rc" = 0 ] || stoker_fail "stoker job requeue failed (above, exit $rc): no requeue"
@@ -421,7 +349,7 @@ _stoker_requeue() {
 }
 
 # stoker_mpirun_train train|resume: the body of jobs/mpirun/train.sh and resume.sh: NP ranks
-# under mpirun on this machine. SIGUSR1, SIGTERM or Ctrl-C make the trainer save and stop.
+# under mpirun on this machine.
 stoker_mpirun_train() {
   local mode=$1
   stoker_settings
@@ -436,10 +364,9 @@ stoker_mpirun_train() {
   exit "$STOKER_RC"
 }
 
-# stoker_reshard: the body of jobs/slurm/reshard.sbatch and jobs/mpirun/reshard.sh. `stoker
-# reshard` rewrites step STEP (default: the newest complete one) of CHECKPOINT_DIR for WORLD_SIZE
-# ranks into NEW_CHECKPOINT_DIR/step-<N>, a whole step folder (the trainer's files copied beside
-# loader/) that appears in one rename; then `stoker inspect` of it.
+# stoker_reshard: the body of jobs/slurm/reshard.sbatch and jobs/mpirun/reshard.sh: `stoker
+# reshard` of step STEP (the newest complete one) for WORLD_SIZE ranks into a whole, new
+# NEW_CHECKPOINT_DIR/step-<N>; then `stoker inspect` of it.
 stoker_reshard() {
   stoker_settings
   stoker_need_program STOKER "$STOKER"
@@ -452,18 +379,21 @@ stoker_reshard() {
     stoker_newest_step "$CHECKPOINT_DIR" ||
       stoker_fail "no step-<N> folder in CHECKPOINT_DIR=$CHECKPOINT_DIR to reshard"
   fi
-  local out=$NEW_CHECKPOINT_DIR/step-$STEP_NUMBER rc=0
+  local out=$NEW_CHECKPOINT_DIR/step-$STEP_NUMBER
   [ ! -e "$out" ] || stoker_fail "$out exists already: reshard never overwrites a step folder;" \
     "remove it or set NEW_CHECKPOINT_DIR"
   stoker_say "resharding $STEP_PATH (saved on $STEP_WORLD ranks) for $WORLD_SIZE ranks into $out"
-  stoker_say "running: $STOKER reshard $STEP_PATH --world-size $WORLD_SIZE --out $out"
-  "$STOKER" reshard "$STEP_PATH" --world-size "$WORLD_SIZE" --out "$out" || rc=$?
-  [ "$rc" = 0 ] || { stoker_say "error: stoker reshard failed (exit $rc)"; exit "$rc"; }
+  _stoker_run "$STOKER" reshard "$STEP_PATH" --world-size "$WORLD_SIZE" --out "$out"
   stoker_say "wrote $out; resume from it with CHECKPOINT_DIR=$NEW_CHECKPOINT_DIR on" \
     "$WORLD_SIZE ranks"
-  local inspect=("$STOKER" inspect "$out")
-  [ ! -d "$CORPUS" ] || inspect+=(--data "$CORPUS")
-  stoker_say "running: ${inspect[*]}"
-  "${inspect[@]}" || rc=$?
-  [ "$rc" = 0 ] || { stoker_say "error: stoker inspect of $out failed (exit $rc)"; exit "$rc"; }
+  local data=()
+  [ ! -d "$CORPUS" ] || data=(--data "$CORPUS")
+  _stoker_run "$STOKER" inspect "$out" "${data[@]}"
+}
+
+_stoker_run() {  # _stoker_run COMMAND...: runs it, said; exits with its code when it fails
+  local rc=0
+  stoker_say "running: $*"
+  "$@" || rc=$?
+  [ "$rc" = 0 ] || { stoker_say "error: $1 $2 failed (exit $rc)"; exit "$rc"; }
 }

@@ -6,7 +6,7 @@
 // catch-all of a program's main() that goes with it. BroadcastBytes hands rank `root`'s bytes to
 // every rank (of any size: large payloads go in pieces).
 //
-// All three take a communicator the caller owns and are collective over it: every rank calls
+// Both take a communicator the caller owns and are collective over it: every rank calls
 // them, in the same order. Each call duplicates the communicator for its own messages (one
 // MPI_Comm_dup, a collective of its own: fine at a save or at start-up, not for every step).
 // A failing MPI call is an MpiError. Not thread safe: one thread per communicator. libstoker.
@@ -27,12 +27,5 @@ void FailTogether(MPI_Comm comm, const std::function<void()>& local);
 
 // Collective. Rank `root`'s `bytes` replace every other rank's.
 void BroadcastBytes(MPI_Comm comm, std::string* bytes, int root);
-
-// For a program's main(), after MPI_Init: runs `body` and returns its exit code. An error that
-// every rank raised together (collective) is logged once, by rank 0, and every rank returns 1;
-// any other error is logged by the rank that saw it, which then ends the job with MPI_Abort so
-// that no other rank waits for it for ever (alone, on one rank, it returns 1: one line, no
-// MPI_Abort banner).
-int RunProgram(MPI_Comm world, const std::function<int()>& body);
 
 }  // namespace stoker

@@ -34,6 +34,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,12 +57,16 @@ struct RunSettings {
   // also saves its last step; a run that saves at all (Saves) saves the step a stop signal
   // ends it at.
   uint64_t save_every = 50;
-  bool save_last = true;         // the trainers: a later run goes on from the end of this one
-  bool resume = false;           // go on from the newest complete step, if any
-  bool start_over = false;       // start at step 0, deleting the step folders already there
-  std::string trace_dir;         // piece traces for `stoker audit` (empty: none)
-  std::string result_file;       // rank 0 also writes the result line here (empty: stdout only)
-  std::string ready_file;        // rank 0 creates it once every rank can take a stop signal
+  bool save_last = true;    // the trainers: a later run goes on from the end of this one
+  bool resume = false;      // go on from the newest complete step, if any
+  bool start_over = false;  // start at step 0, deleting the step folders already there
+  std::string trace_dir;    // piece traces for `stoker audit` (empty: none)
+  std::string result_file;  // rank 0 also writes the result line here (empty: stdout only)
+  std::string ready_file;   // rank 0 creates it once every rank can take a stop signal
+  // Where a setting came from when neither the command line nor the default gave it, by flag:
+  // "STEPS='0' in the environment" (stoker/program/options.h fills it). The session logs them at
+  // its start, and every problem naming such a flag names its origin too (NameOrigins).
+  std::map<std::string, std::string> origins;
 
   // Whether the run writes step folders: a checkpoint folder, and saves on a schedule or at
   // the end (then a stop signal's step is saved too).
@@ -71,7 +76,11 @@ struct RunSettings {
   // by flag: the Loader's (LoaderConfig::Problems), weights that do not parse, a missing --data
   // folder, --steps 0, --resume or --start-over without --checkpoint-dir, both of them, a
   // --result file that cannot be written (probed: a file is created beside it and removed).
+  // Problems are named by flag, each followed by the origins of the flags it names.
   std::vector<std::string> Problems() const;
+
+  // `problem` with " (ORIGIN)" after it for every flag of `origins` it names.
+  std::string NameOrigins(std::string problem) const;
 };
 
 // What a trainer saves beside the loader in every step folder.

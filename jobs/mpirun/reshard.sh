@@ -17,7 +17,5 @@ STOKER_HOME=${STOKER_HOME:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 export STOKER_HOME
 [ -f "$STOKER_HOME/jobs/common.sh" ] ||
   { echo "error: STOKER_HOME=$STOKER_HOME holds no jobs/common.sh: set STOKER_HOME" >&2; exit 2; }
-# shellcheck source=/dev/null
-[ ! -f "$STOKER_HOME/scripts/env.sh" ] || source "$STOKER_HOME/scripts/env.sh"
 source "$STOKER_HOME/jobs/common.sh"
 stoker_reshard

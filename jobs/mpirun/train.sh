@@ -10,8 +10,8 @@
 # to this script make every rank stop at the same next step, save it and exit 0 (a second
 # Ctrl-C or SIGTERM stops mpirun at once, without a save).
 #
-# Sources scripts/env.sh when it is there (mpirun as root, --oversubscribe, shared-memory
-# transport: settings for one machine). Prints what it runs on stderr, the trainer's one JSON
+# mpirun's own flags come from MPIRUN (as root: MPIRUN="mpirun --allow-run-as-root"; more ranks
+# than cores: --oversubscribe). Prints what it runs on stderr, the trainer's one JSON
 # result line on stdout. Exit code: mpirun's; 2 when a setting is wrong.
 set -uo pipefail
 # A signal is caught from here on (jobs/common.sh says what it does once sourced).
@@ -22,7 +22,5 @@ STOKER_HOME=${STOKER_HOME:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 export STOKER_HOME
 [ -f "$STOKER_HOME/jobs/common.sh" ] ||
   { echo "error: STOKER_HOME=$STOKER_HOME holds no jobs/common.sh: set STOKER_HOME" >&2; exit 2; }
-# shellcheck source=/dev/null
-[ ! -f "$STOKER_HOME/scripts/env.sh" ] || source "$STOKER_HOME/scripts/env.sh"
 source "$STOKER_HOME/jobs/common.sh"
 stoker_mpirun_train train

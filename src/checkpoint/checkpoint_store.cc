@@ -120,8 +120,8 @@ StepFolder DescribeStepFolder(const std::string& step_dir,
   }
   for (const std::string& name : names) {
     if (name.starts_with('/') || fs::path(name).lexically_normal().string().starts_with("..")) {
-      folder.problems.push_back(fmt::format("{} names {}, outside the step folder",
-                                            TrainerFilesPath(step_dir), name));
+      folder.problems.push_back(
+          fmt::format("{} names {}, outside the step folder", TrainerFilesPath(step_dir), name));
     } else if (!fs::is_regular_file(step_dir + "/" + name, ec)) {
       folder.problems.push_back(name + " is missing");
     }
@@ -145,6 +145,17 @@ std::vector<StepFolder> ListStepFolders(const std::string& checkpoint_dir,
   std::sort(steps.begin(), steps.end(),
             [](const StepFolder& a, const StepFolder& b) { return a.step < b.step; });
   return steps;
+}
+
+StepFolder CompleteStep(const std::string& checkpoint_dir, uint64_t step,
+                        const std::vector<std::string>& required_files) {
+  const std::string path = checkpoint_dir + "/" + StepFolderName(step);
+  std::error_code ec;
+  STOKER_CHECK(std::filesystem::is_directory(path, ec), ConfigError, "no step folder {}", path);
+  StepFolder folder = DescribeStepFolder(path, required_files);
+  STOKER_CHECK(folder.complete(), ConfigError, "{} is not a complete step: {}", path,
+               fmt::join(folder.problems, "; "));
+  return folder;
 }
 
 std::optional<StepFolder> NewestCompleteStep(const std::string& checkpoint_dir,

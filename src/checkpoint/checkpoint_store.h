@@ -60,6 +60,11 @@ std::vector<StepFolder> ListStepFolders(const std::string& checkpoint_dir,
 std::optional<StepFolder> NewestCompleteStep(const std::string& checkpoint_dir,
                                              const std::vector<std::string>& required_files = {});
 
+// Step `step` under `checkpoint_dir`; ConfigError when there is no such folder or it is not
+// complete, naming what it lacks.
+StepFolder CompleteStep(const std::string& checkpoint_dir, uint64_t step,
+                        const std::vector<std::string>& required_files = {});
+
 // Refuses (IoError, with both figures) a checkpoint folder whose file system has less free space
 // than the step folder `previous_step` takes: the next save would fail part way.
 void CheckRoomForAStep(const std::string& checkpoint_dir, const std::string& previous_step);

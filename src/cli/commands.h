@@ -5,7 +5,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <functional>
 
 #include "mpi/comm.h"
@@ -29,5 +28,6 @@ Command SetupReshard(CLI::App& app);
 Command SetupSteps(CLI::App& app);
 Command SetupAudit(CLI::App& app);
 Command SetupJob(CLI::App& app);
+Command SetupSettings(CLI::App& app);
 
 }  // namespace stoker::cli

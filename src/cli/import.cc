@@ -3,6 +3,8 @@
 // progress on rank 0 and logs a summary.
 #include "import/import.h"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <map>
 #include <memory>
@@ -11,7 +13,6 @@
 
 #include "cli/commands.h"
 #include "cli/progress.h"
-#include "stoker/log.h"
 
 namespace stoker::cli {
 
@@ -31,20 +32,23 @@ void LogEndOfDocument(const ImportSpec& spec, const ImportStats& stats) {
   const char* format = ImportFormatName(spec.format);
   const std::optional<uint64_t> eos = spec.RecordedEosId();
   if (spec.format == ImportFormat::kNpy || spec.eod_id) {
-    spdlog::info("import {}: {} documents ended in eos id {}, which was removed (eos_id {} is "
-                 "recorded: the loader puts it back at every document's end)",
-                 format, stats.eos_removed, *eos, *eos);
+    spdlog::info(
+        "import {}: {} documents ended in eos id {}, which was removed (eos_id {} is "
+        "recorded: the loader puts it back at every document's end)",
+        format, stats.eos_removed, *eos, *eos);
   }
   if (spec.eod_id && stats.eos_removed == 0 && stats.documents > 0) {
-    spdlog::warn("import {}: none of the {} documents ends in --eod-id {}: is it the id the data "
-                 "was made with? The loader appends it to every document",
-                 format, stats.documents, *spec.eod_id);
+    spdlog::warn(
+        "import {}: none of the {} documents ends in --eod-id {}: is it the id the data "
+        "was made with? The loader appends it to every document",
+        format, stats.documents, *spec.eod_id);
   }
   if (stats.eos_kept > 0) {
-    spdlog::warn("import {}: {} of {} documents already end in --eos-id {}, and the loader "
-                 "appends it to every document: they will end in it twice. If the data was made "
-                 "with --append-eod, import it with --eod-id {} instead",
-                 format, stats.eos_kept, stats.documents, *spec.eos_id, *spec.eos_id);
+    spdlog::warn(
+        "import {}: {} of {} documents already end in --eos-id {}, and the loader "
+        "appends it to every document: they will end in it twice. If the data was made "
+        "with --append-eod, import it with --eod-id {} instead",
+        format, stats.eos_kept, stats.documents, *spec.eos_id, *spec.eos_id);
   }
 }
 
@@ -131,12 +135,13 @@ Command SetupImport(CLI::App& app) {
       "at a time writes DIR/NAME: a second is refused, naming the first.");
   import->require_subcommand(0, 1);
   auto leftovers = std::make_shared<std::string>();
-  import->add_option("--remove-leftovers", *leftovers,
-                     "Remove what an import into DIR/NAME that did not finish (killed, its node "
-                     "lost) left beside it: DIR/.NAME.import, its staging folder (and "
-                     "DIR/.NAME.replaced beside a new DIR/NAME), naming each; import nothing. "
-                     "Refused while an import into DIR/NAME runs. The next import into "
-                     "DIR/NAME removes them too")
+  import
+      ->add_option("--remove-leftovers", *leftovers,
+                   "Remove what an import into DIR/NAME that did not finish (killed, its node "
+                   "lost) left beside it: DIR/.NAME.import, its staging folder (and "
+                   "DIR/.NAME.replaced beside a new DIR/NAME), naming each; import nothing. "
+                   "Refused while an import into DIR/NAME runs. The next import into "
+                   "DIR/NAME removes them too")
       ->type_name("DIR/NAME");
   CLI::App* megatron = AddFormat(
       import, "megatron",
@@ -182,15 +187,16 @@ Command SetupImport(CLI::App& app) {
   import->callback([import, leftovers] {
     if (leftovers->empty() && import->get_subcommands().empty()) {
       throw CLI::RequiredError("a format (megatron, npy or mds) or --remove-leftovers");
-    }
-    if (!leftovers->empty() && !import->get_subcommands().empty()) {
-      throw CLI::ValidationError("--remove-leftovers", "imports nothing: give it without a format");
-    }
-  });
-  return {import, [options, leftovers](const mpi::Comm& world) {
-            return leftovers->empty() ? RunImport(*options, world)
-                                      : RunRemoveLeftovers(*leftovers, world);
-          }};
+}
+if (!leftovers->empty() && !import->get_subcommands().empty()) {
+  throw CLI::ValidationError("--remove-leftovers", "imports nothing: give it without a format");
+}
+}  // namespace stoker::cli
+);
+return {import, [options, leftovers](const mpi::Comm& world) {
+          return leftovers->empty() ? RunImport(*options, world)
+                                    : RunRemoveLeftovers(*leftovers, world);
+        }};
 }
 
 }  // namespace stoker::cli

@@ -14,8 +14,8 @@
 #include "cli/commands.h"
 #include "mpi/comm.h"
 #include "stoker/error.h"
-#include "stoker/log.h"
-#include "stoker/option_checks.h"
+#include "stoker/program/log.h"
+#include "stoker/program/options.h"
 
 namespace {
 
@@ -51,10 +51,11 @@ int main(int argc, char** argv) {
         stoker::cli::SetupImport(app),  stoker::cli::SetupVerify(app),
         stoker::cli::SetupInspect(app), stoker::cli::SetupRun(app),
         stoker::cli::SetupReshard(app), stoker::cli::SetupSteps(app),
-        stoker::cli::SetupAudit(app),   stoker::cli::SetupJob(app)};
+        stoker::cli::SetupAudit(app),   stoker::cli::SetupJob(app),
+        stoker::cli::SetupSettings(app)};
     app.formatter(std::make_shared<SummaryFormatter>());
     app.footer("stoker SUBCOMMAND --help explains a subcommand and its options.");
-    stoker::CheckOptionValues(&app);
+    stoker::program::CheckOptionValues(&app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -63,9 +64,9 @@ int main(int argc, char** argv) {
       // Job scripts read any error of `stoker job` as exit code 2 (cli/job.cc).
       return code != 0 && app.get_subcommand("job")->parsed() ? 2 : code;
     }
-    stoker::InitLogging(world.rank(), verbose ? spdlog::level::debug
-                                      : quiet ? spdlog::level::warn
-                                              : spdlog::level::info);
+    stoker::program::InitLogging(world.rank(), verbose ? spdlog::level::debug
+                                               : quiet ? spdlog::level::warn
+                                                       : spdlog::level::info);
     for (auto& command : commands) {
       if (command.app->parsed())
         exit_code = stoker::mpi::RunProgram(world, [&] { return command.run(world); });

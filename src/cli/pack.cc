@@ -2,6 +2,8 @@
 // Binds the flags into a PackSpec (tools/pack.h), draws progress on rank 0 and logs a summary.
 #include "tools/pack.h"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <map>
 #include <memory>
@@ -10,7 +12,6 @@
 
 #include "cli/commands.h"
 #include "cli/progress.h"
-#include "stoker/log.h"
 
 namespace stoker::cli {
 

@@ -13,6 +13,8 @@
 // Rank 0 prints one summary line on stdout.
 #include "checkpoint/reshard.h"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -23,7 +25,6 @@
 #include "checkpoint/checkpoint_stats.h"
 #include "checkpoint/checkpoint_store.h"
 #include "cli/commands.h"
-#include "stoker/log.h"
 
 namespace stoker::cli {
 

@@ -128,15 +128,7 @@ std::string Describe(const StepsOptions& options) {
     const std::optional<StepFolder> newest = NewestCompleteStep(dir, options.required_files);
     return newest ? StepLine(*newest) : "";
   }
-  if (options.step) {
-    const std::string path = dir + "/" + StepFolderName(*options.step);
-    std::error_code ec;
-    STOKER_CHECK(std::filesystem::is_directory(path, ec), ConfigError, "no step folder {}", path);
-    const StepFolder folder = DescribeStepFolder(path, options.required_files);
-    STOKER_CHECK(folder.complete(), ConfigError, "{} is not a complete step: {}", path,
-                 fmt::join(folder.problems, "; "));
-    return StepLine(folder);
-  }
+  if (options.step) return StepLine(CompleteStep(dir, *options.step, options.required_files));
   std::error_code ec;
   STOKER_CHECK(std::filesystem::is_directory(dir, ec), ConfigError, "no checkpoint folder {}", dir);
   const std::vector<StepFolder> steps = ListStepFolders(dir, options.required_files);

@@ -3,13 +3,14 @@
 // summary on rank 0.
 #include "tools/synth.h"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
-#include "stoker/log.h"
 
 namespace stoker::cli {
 

@@ -1,5 +1,7 @@
 #include "import/import.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <memory>
@@ -13,7 +15,6 @@
 #include "import/megatron_input.h"
 #include "import/token_file_input.h"
 #include "os/files.h"
-#include "stoker/log.h"
 #include "stoker/memory.h"
 #include "tokens/token_type.h"
 
@@ -80,8 +81,9 @@ void EndOfDocumentProblems(const ImportSpec& spec, std::vector<std::string>* pro
         "record ID as the id the loader appends to each");
   }
   if (megatron && spec.eod_id && spec.eos_id) {
-    problems->push_back("give one of --eod-id (taken off each document's end) and --eos-id "
-                        "(documents kept whole), not both");
+    problems->push_back(
+        "give one of --eod-id (taken off each document's end) and --eos-id "
+        "(documents kept whole), not both");
   }
   if (spec.format == ImportFormat::kNpy && !spec.eos_id) {
     problems->push_back("--eos-id is required: it is where the token files' documents end");
@@ -103,9 +105,9 @@ std::string NameInputs(const std::vector<std::string>& inputs) {
   constexpr size_t kNamed = 4;
   const size_t named = std::min(inputs.size(), kNamed);
   const std::vector<std::string> first(inputs.begin(), inputs.begin() + named);
-  return fmt::format("{}{}", fmt::join(first, ", "),
-                     inputs.size() > named ? fmt::format(" and {} more", inputs.size() - named)
-                                           : "");
+  return fmt::format(
+      "{}{}", fmt::join(first, ", "),
+      inputs.size() > named ? fmt::format(" and {} more", inputs.size() - named) : "");
 }
 
 // Collective: this rank's share of the input, as shards in `staging`.
@@ -196,12 +198,14 @@ void ImportSpec::Validate() const {
   }
   if (shard_tokens == 0) problems.push_back("--shard-tokens must be at least 1");
   if (vocab_size && *vocab_size == 0) {
-    problems.push_back("--vocab-size 0: a vocabulary holds at least one id (every token id must "
-                       "be below --vocab-size)");
+    problems.push_back(
+        "--vocab-size 0: a vocabulary holds at least one id (every token id must "
+        "be below --vocab-size)");
   } else if (vocab_size && *vocab_size > kMaxTokenId) {
-    problems.push_back(fmt::format("--vocab-size {} is above 2^63 - 1, the largest id stoker "
-                                   "reads",
-                                   *vocab_size));
+    problems.push_back(
+        fmt::format("--vocab-size {} is above 2^63 - 1, the largest id stoker "
+                    "reads",
+                    *vocab_size));
   }
   EndOfDocumentProblems(*this, &problems);
   if (format == ImportFormat::kMds && column.empty()) {
@@ -227,8 +231,9 @@ ImportStats ImportDataset(const mpi::Comm& comm, const ImportSpec& spec) {
   ImportOutput output(spec.out);  // rank 0 holds its lock from here to the end
   mpi::FailTogether(comm, [&] {
     if (comm.rank() != 0) return;
-    output.Lock("two imports into one folder would lose documents. Wait for it to end, or "
-                "choose another --out");
+    output.Lock(
+        "two imports into one folder would lose documents. Wait for it to end, or "
+        "choose another --out");
     output.Prepare(spec.force, spec.inputs);
   });
   std::optional<ImportSink> sink;

@@ -1,11 +1,12 @@
 #include "import/import_output.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <filesystem>
 
 #include "base/check.h"
 #include "os/files.h"
-#include "stoker/log.h"
 #include "stoker/memory.h"
 
 namespace stoker {

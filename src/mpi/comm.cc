@@ -1,6 +1,7 @@
 #include "mpi/comm.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -8,7 +9,6 @@
 #include "base/bytes.h"
 #include "base/check.h"
 #include "stoker/collective.h"
-#include "stoker/log.h"
 
 namespace stoker::mpi {
 
@@ -286,10 +286,6 @@ void FailTogether(MPI_Comm comm, const std::function<void()>& local) {
 
 void BroadcastBytes(MPI_Comm comm, std::string* bytes, int root) {
   mpi::Comm(comm).Broadcast(bytes, root);
-}
-
-int RunProgram(MPI_Comm world, const std::function<int()>& body) {
-  return mpi::RunProgram(mpi::Comm(world), body);
 }
 
 }  // namespace stoker

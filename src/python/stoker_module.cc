@@ -27,10 +27,11 @@
 #include "config_binding.h"
 #include "py_loader.h"
 #include "session_binding.h"
+#include "settings_binding.h"
 #include "stoker/checkpoint.h"
 #include "stoker/error.h"
 #include "stoker/loader.h"
-#include "stoker/log.h"
+#include "stoker/program/log.h"
 #include "stoker/weights.h"
 
 namespace stoker::python {
@@ -108,7 +109,7 @@ void BindLoader(py::module_& m) {
 }
 
 void BindFunctions(py::module_& m) {
-  m.def("init_logging", [](int rank) { InitLogging(rank); });
+  m.def("init_logging", [](int rank) { program::InitLogging(rank); });
   m.def("parse_weights", [](const std::string& text) { return ParseWeights(text); });
   m.def("parse_weight_schedule",
         [](const std::string& text) { return ScheduleToPython(ParseWeightSchedule(text)); });
@@ -144,4 +145,5 @@ PYBIND11_MODULE(_stoker, m) {
   stoker::python::BindLoader(m);
   stoker::python::BindFunctions(m);
   stoker::python::BindSession(m);
+  stoker::python::BindProgramSettings(m);
 }

@@ -73,6 +73,13 @@ class RunSession::Impl {
 RunSession::Impl::Impl(MPI_Comm world, RunSettings s, TrainerFiles f)
     : comm(world), settings(std::move(s)), files(std::move(f)), config(settings.loader) {
   config.SetMixing(settings.weights, settings.weights_schedule);  // checked by Problems
+  if (!settings.origins.empty() && comm.rank() == 0) {
+    std::vector<std::string> origins;
+    for (const auto& [flag, origin] : settings.origins) {
+      origins.push_back(fmt::format("{} {}", flag, origin));
+    }
+    spdlog::info("{}: settings not from the command line: {}", files.tag, fmt::join(origins, "; "));
+  }
   mpi::FailTogether(comm, [&] {
     STOKER_CHECK(settings.ready_file.empty() || g_stop_handlers, ConfigError,
                  "a ready file ({}) promises that a stop signal is taken: call "

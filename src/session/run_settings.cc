@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cctype>
 #include <filesystem>
 
 #include "stoker/collective.h"
@@ -26,7 +27,32 @@ std::string WritableProblem(const std::string& path) {
   }
 }
 
+// Whether `text` names `flag` at `at`: not the start of a longer flag (--weights in
+// --weights-schedule).
+bool NamesFlagAt(const std::string& text, size_t at, const std::string& flag) {
+  const size_t end = at + flag.size();
+  if (end >= text.size()) return true;
+  const char next = text[end];
+  return !(std::isalnum(static_cast<unsigned char>(next)) || next == '-' || next == '_');
+}
+
+bool NamesFlag(const std::string& text, const std::string& flag) {
+  for (size_t at = text.find(flag); at != std::string::npos; at = text.find(flag, at + 1)) {
+    if (NamesFlagAt(text, at, flag)) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+std::string RunSettings::NameOrigins(std::string problem) const {
+  for (const auto& [flag, origin] : origins) {
+    if (NamesFlag(problem, flag) && problem.find(origin) == std::string::npos) {
+      problem += fmt::format(" ({})", origin);
+    }
+  }
+  return problem;
+}
 
 std::vector<std::string> RunSettings::Problems() const {
   std::vector<std::string> problems;
@@ -44,7 +70,8 @@ std::vector<std::string> RunSettings::Problems() const {
   }
   if (steps == 0) problems.push_back("--steps must be at least 1");
   for (const auto& [flag, given] : {std::pair("--resume", resume), {"--start-over", start_over}}) {
-    if (given && checkpoint_dir.empty()) problems.push_back(fmt::format("{} needs --checkpoint-dir", flag));
+    if (given && checkpoint_dir.empty())
+      problems.push_back(fmt::format("{} needs --checkpoint-dir", flag));
   }
   if (resume && start_over) problems.push_back("--resume and --start-over exclude each other");
   if (start_over && !checkpoint_dir.empty() && !Saves()) {
@@ -55,6 +82,7 @@ std::vector<std::string> RunSettings::Problems() const {
       problems.push_back(std::move(problem));
     }
   }
+  for (std::string& problem : problems) problem = NameOrigins(std::move(problem));
   return problems;
 }
 
@@ -68,9 +96,12 @@ bool CheckRunSettings(MPI_Comm world, const RunSettings& settings,
       if (rank != 0) return;
       std::vector<std::string> problems = settings.Problems();
       if (more) {
-        for (std::string& problem : more()) problems.push_back(std::move(problem));
+        for (std::string& problem : more()) {
+          problems.push_back(settings.NameOrigins(std::move(problem)));
+        }
       }
-      if (!problems.empty()) ThrowConfigProblems(fmt::format("{}: wrong settings", program), problems);
+      if (!problems.empty())
+        ThrowConfigProblems(fmt::format("{}: wrong settings", program), problems);
     });
   } catch (const ConfigError& e) {
     if (rank == 0) spdlog::error("{}", e.what());

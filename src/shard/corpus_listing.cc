@@ -1,6 +1,7 @@
 #include "shard/corpus_listing.h"
 
 #include <dirent.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -12,7 +13,6 @@
 
 #include "base/check.h"
 #include "shard/discovery.h"
-#include "stoker/log.h"
 
 namespace stoker {
 

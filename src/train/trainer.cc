@@ -41,12 +41,13 @@ int RankIn(MPI_Comm comm) {
 // legitimate at a resume (a schedule decided late), but worth a line in the log.
 std::vector<std::string> SettingChanges(const TrainerMeta& saved, const TrainOptions& now) {
   std::vector<std::string> changes;
-  if (saved.lr != now.lr) changes.push_back(fmt::format("--lr {} -> {}", saved.lr, now.lr));
-  if (saved.warmup && *saved.warmup != now.warmup) {
-    changes.push_back(fmt::format("--warmup {} -> {}", *saved.warmup, now.warmup));
+  if (saved.lr != now.trainer.lr)
+    changes.push_back(fmt::format("--lr {} -> {}", saved.lr, now.trainer.lr));
+  if (saved.warmup && *saved.warmup != now.trainer.warmup) {
+    changes.push_back(fmt::format("--warmup {} -> {}", *saved.warmup, now.trainer.warmup));
   }
-  if (saved.clip && *saved.clip != now.clip) {
-    changes.push_back(fmt::format("--clip {} -> {}", *saved.clip, now.clip));
+  if (saved.clip && *saved.clip != now.trainer.clip) {
+    changes.push_back(fmt::format("--clip {} -> {}", *saved.clip, now.trainer.clip));
   }
   return changes;
 }
@@ -55,7 +56,7 @@ std::vector<std::string> SettingChanges(const TrainerMeta& saved, const TrainOpt
 // (the model's learned position embeddings only go up to seq_len).
 RunSettings SessionSettings(const TrainOptions& options) {
   RunSettings run = options.run;
-  run.loader.boundaries.position_ids = run.loader.boundaries.segment_ids = options.doc_mask;
+  run.loader.boundaries.position_ids = run.loader.boundaries.segment_ids = options.trainer.doc_mask;
   run.loader.boundaries.positions = PositionIds::kRestartEachRow;
   return run;
 }
@@ -111,12 +112,12 @@ Trainer::Trainer(const TrainOptions& options, MPI_Comm world)
       session_(world, SessionSettings(options), {kTrainerFiles, "train"}),
       loader_(world, session_.loader_config()),
       model_(Shape()),
-      optimizer_(model_->parameters(), torch::optim::AdamWOptions(options.lr)) {}
+      optimizer_(model_->parameters(), torch::optim::AdamWOptions(options.trainer.lr)) {}
 
 ModelShape Trainer::Shape() const {
   const LoaderConfig& config = session_.loader_config();
-  ModelShape shape{options_.vocab, options_.dim, options_.layers, options_.heads,
-                   static_cast<int64_t>(config.seq_len)};
+  ModelShape shape{options_.trainer.vocab, options_.trainer.dim, options_.trainer.layers,
+                   options_.trainer.heads, static_cast<int64_t>(config.seq_len)};
   if (shape.vocab == 0) shape.vocab = CorpusVocab(loader_.corpus());
   const auto ranks_on_node = static_cast<uint64_t>(RanksOnThisNode(world_));
   FailTogether(world_, [&] {
@@ -136,12 +137,12 @@ ModelShape Trainer::Shape() const {
 void Trainer::Start() {
   const std::string& resumed = session_.resumed_from();
   if (!resumed.empty()) {
-    const TrainerMeta meta =
-        LoadTrainerFiles(world_, resumed, model_->shape(), model_, optimizer_);
+    const TrainerMeta meta = LoadTrainerFiles(world_, resumed, model_->shape(), model_, optimizer_);
     FailTogether(world_, [&] {
       if (meta.step != loader_.step()) {
-        throw DataError(fmt::format("{}: trainer.json is of step {} but the loader state of step {}",
-                                    resumed, meta.step, loader_.step()));
+        throw DataError(
+            fmt::format("{}: trainer.json is of step {} but the loader state of step {}", resumed,
+                        meta.step, loader_.step()));
       }
     });
     tokens_trained_ = meta.tokens_trained;
@@ -189,8 +190,9 @@ bool Trainer::Step() {
                     batch.step, top, model_->shape().vocab));
   }
 
-  const double lr = options_.lr * std::min(1.0, static_cast<double>(batch.step) /
-                                                    std::max<uint64_t>(options_.warmup, 1));
+  const double lr =
+      options_.trainer.lr * std::min(1.0, static_cast<double>(batch.step) /
+                                              std::max<uint64_t>(options_.trainer.warmup, 1));
   for (auto& group : optimizer_.param_groups()) {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
   }
@@ -200,7 +202,8 @@ bool Trainer::Step() {
   loss.backward();
   bool stop = session_.StopRequested();
   const double mean_loss = AverageGradients(loss.item<float>(), &stop);
-  if (options_.clip > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), options_.clip);
+  if (options_.trainer.clip > 0)
+    torch::nn::utils::clip_grad_norm_(model_->parameters(), options_.trainer.clip);
   optimizer_.step();
 
   tokens_trained_ += batch.inputs().numel() * static_cast<uint64_t>(size_);
@@ -214,8 +217,8 @@ bool Trainer::Step() {
 void Trainer::WriteFiles(const std::string& step_dir) {
   SaveTrainerFiles(step_dir, model_, optimizer_,
                    {loader_.step(), static_cast<uint64_t>(size_), model_->shape(),
-                    session_.loader_config().seed, options_.lr, tokens_trained_,
-                    ModelChecksum(model_), options_.warmup, options_.clip});
+                    session_.loader_config().seed, options_.trainer.lr, tokens_trained_,
+                    ModelChecksum(model_), options_.trainer.warmup, options_.trainer.clip});
 }
 
 void Trainer::LogProgress() {
@@ -228,8 +231,7 @@ void Trainer::LogProgress() {
   spdlog::info("train: step {}/{} loss {:.3f} | {:.1f}k tokens/s | data wait {:.1f}% | {}",
                loader_.step(), options_.run.steps, last_losses_.back(),
                interval > 0 ? tokens / interval / 1e3 : 0.0,
-               interval > 0 ? 100 * (session_.waiting() - last_log_wait_) / interval : 0.0,
-               mixing);
+               interval > 0 ? 100 * (session_.waiting() - last_log_wait_) / interval : 0.0, mixing);
   last_log_time_ = now;
   last_log_wait_ = session_.waiting();
   last_log_steps_ = steps_run_;
@@ -264,7 +266,7 @@ nlohmann::json Trainer::Fields(const std::string& checksum) const {
       {"tokens", tokens},
       {"tokens_trained", tokens_trained_},
       {"tokens_per_second", seconds > 0 ? tokens / seconds : 0.0},
-      {"doc_mask", options_.doc_mask},
+      {"doc_mask", options_.trainer.doc_mask},
       {"model_checksum", checksum}};
 }
 
@@ -278,7 +280,7 @@ void Trainer::Report() {
     }
   }
   const std::string line = session_.Finish(Fields(checksums[0]).dump(),
-                                            [&](const std::string& dir) { WriteFiles(dir); });
+                                           [&](const std::string& dir) { WriteFiles(dir); });
   if (rank_ == 0) LogSummary(nlohmann::json::parse(line));
 }
 
@@ -304,7 +306,8 @@ int Trainer::Run() {
   while (session_.Running()) {
     const bool stop = Step();
     const uint64_t step = loader_.step();
-    if (options_.log_every > 0 && (step % options_.log_every == 0 || stop)) LogProgress();
+    if (options_.trainer.log_every > 0 && (step % options_.trainer.log_every == 0 || stop))
+      LogProgress();
     session_.EndStep(stop, write);
   }
   Report();
@@ -313,19 +316,13 @@ int Trainer::Run() {
 
 // The model's settings: a learning rate or clipping out of range, a shape that cannot be built.
 std::vector<std::string> ModelProblems(const TrainOptions& options) {
-  std::vector<std::string> problems;
-  if (!(options.lr > 0 && std::isfinite(options.lr))) {
-    problems.push_back(fmt::format("--lr {} must be a number above 0", options.lr));
-  }
-  if (!(options.clip >= 0 && std::isfinite(options.clip))) {
-    problems.push_back(fmt::format("--clip {} must be 0 (no clipping) or above", options.clip));
-  }
-  if (options.vocab < 0) problems.push_back(fmt::format("--vocab {} is negative", options.vocab));
+  std::vector<std::string> problems = options.trainer.Problems();
   // The vocabulary may come from the corpus, read later: 1 stands in for it here, and one rank
   // per node for the memory check, which Trainer::Shape makes again with the real figures.
   const LoaderConfig& config = options.run.loader;
-  const ModelShape shape{std::max<int64_t>(options.vocab, 1), options.dim, options.layers,
-                         options.heads, static_cast<int64_t>(config.seq_len)};
+  const ModelShape shape{std::max<int64_t>(options.trainer.vocab, 1), options.trainer.dim,
+                         options.trainer.layers, options.trainer.heads,
+                         static_cast<int64_t>(config.seq_len)};
   for (std::string& problem : ShapeProblems(shape, config.batch_size, 1)) {
     if (config.seq_len > 0 || !problem.starts_with("--seq-len")) problems.push_back(problem);
   }

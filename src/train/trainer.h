@@ -17,28 +17,18 @@
 #include <string>
 #include <vector>
 
+#include "stoker/program/settings.h"
 #include "stoker/run_session.h"
 
 namespace stoker::train {
 
-struct TrainOptions {
-  RunSettings run;             // --data, --steps, --checkpoint-dir, ... (stoker/run_session.h)
-  int64_t vocab = 0;           // 0: the corpus's vocab_size attribute
-  int64_t dim = 128;           // model width
-  int64_t layers = 2;          // transformer blocks
-  int64_t heads = 4;           // attention heads
-  double lr = 3e-3;            // AdamW's peak learning rate
-  uint64_t warmup = 20;        // steps of linear warm-up to lr
-  double clip = 1.0;           // gradient norm clipping (0: none)
-  bool doc_mask = false;       // attend within documents only, positions from each document's
-                               // start (the loader's segment_ids and position_ids)
-  uint64_t log_every = 10;     // log a line every K steps on rank 0
-};
+// The settings of stoker-train: the run's and the model's (stoker/program/settings.h).
+using TrainOptions = program::ProgramSettings;
 
 // Every problem of `options` that shows without MPI and without reading the corpus, one line
-// each: the run's (RunSettings::Problems), then the model's: a shape that cannot be built, a
-// learning rate or clipping out of range. `stoker-train --check` prints them; every run checks
-// them first, on every rank together.
+// each: the run's (RunSettings::Problems), then the model's: a learning rate or clipping out of
+// range (TrainerSettings::Problems), a shape that cannot be built. `stoker-train --check` prints
+// them; every run checks them first, on every rank together.
 std::vector<std::string> OptionProblems(const TrainOptions& options);
 
 // Trains until options.run.steps or a stop signal (stoker/run_session.h holds the job's

@@ -57,25 +57,27 @@ def start_gloo(comm):
 
 
 class Trainer:
-    def __init__(self, args, comm, session, log):
-        """``session``: the run's stoker.RunSession (its loader made, its resume prepared);
-        ``log``: rank 0's log."""
-        self.args, self.comm, self.session, self.log = args, comm, session, log
+    def __init__(self, settings, comm, session, log):
+        """``settings``: stoker.parse_settings's; ``session``: the run's stoker.RunSession (its
+        loader made, its resume prepared); ``log``: rank 0's log."""
+        # hp: the model's settings (TrainerSettings); cfg: the loader's (LoaderConfig)
+        self.hp, self.cfg, self.target = settings.trainer, settings.run.loader, settings.run.steps
+        self.comm, self.session, self.log = comm, session, log
         self.loader = session.loader
         self.rank, self.size = comm.rank, comm.size
         self.shape = together(comm, self._shape)
-        torch.manual_seed(args.seed)  # the initial weights depend on the seed alone
+        torch.manual_seed(self.cfg.seed)  # the initial weights depend on the seed alone
         self.model = TinyLm(self.shape)
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=args.lr)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.hp.lr)
         self.tokens_trained, self.steps_run = 0, 0
         self.first_losses, self.last_losses = [], deque(maxlen=10)
 
     def _shape(self):
-        vocab = self.args.vocab or self.loader.vocab_size
+        vocab = self.hp.vocab or self.loader.vocab_size
         if not vocab:
-            raise stoker.ConfigError(f"{self.args.data} gives no vocab_size attribute (stoker "
+            raise stoker.ConfigError(f"{self.cfg.data} gives no vocab_size attribute (stoker "
                                      "pack and synth write one): pass --vocab")
-        shape = Shape(vocab, self.args.dim, self.args.layers, self.args.heads, self.args.seq_len)
+        shape = Shape(vocab, self.hp.dim, self.hp.layers, self.hp.heads, self.cfg.seq_len)
         if shape.problems():
             raise stoker.ConfigError("train.py: the model cannot be built:\n  " +
                                      "\n  ".join(shape.problems()))
@@ -93,9 +95,9 @@ class Trainer:
                                        f"the loader state of step {self.loader.step}")
             self.tokens_trained = meta["tokens_trained"]
             for key in ("lr", "warmup", "clip"):
-                if meta.get(key) != getattr(self.args, key):
+                if meta.get(key) != getattr(self.hp, key):
                     self.log(self.comm, f"train: changed at this resume: --{key} "
-                                        f"{meta.get(key)} -> {getattr(self.args, key)}")
+                                        f"{meta.get(key)} -> {getattr(self.hp, key)}")
         start_gloo(self.comm)
         # Also makes rank 0's parameters law on every rank (the same seed built them all).
         self.ddp = DistributedDataParallel(self.model)
@@ -109,19 +111,19 @@ class Trainer:
         if top >= self.shape.vocab:
             raise stoker.DataError(f"step {batch['step']}: token id {top} is outside the "
                                    f"model's vocabulary of {self.shape.vocab} (--vocab)")
-        lr = self.args.lr * min(1.0, batch["step"] / max(self.args.warmup, 1))
+        lr = self.hp.lr * min(1.0, batch["step"] / max(self.hp.warmup, 1))
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         documents = ({"position_ids": batch["position_ids"], "segment_ids": batch["segment_ids"]}
-                     if self.args.doc_mask else {})
+                     if self.hp.doc_mask else {})
         self.optimizer.zero_grad(set_to_none=True)
         logits = self.ddp(batch["input_ids"], **documents)
         loss = F.cross_entropy(logits.reshape(-1, self.shape.vocab), batch["labels"].reshape(-1))
         loss.backward()
         votes = torch.tensor([loss.item(), 1.0 if self.session.stop_requested() else 0.0])
         dist.all_reduce(votes)
-        if self.args.clip > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.args.clip)
+        if self.hp.clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.hp.clip)
         self.optimizer.step()
         for name, count in batch["dataset_tokens"].items():
             self.log_tokens[name] = self.log_tokens.get(name, 0) + count
@@ -137,8 +139,8 @@ class Trainer:
         """Rank 0's part of a save (the session calls it): model, optimizer, trainer.json."""
         save_trainer_files(step_dir, self.model, self.optimizer, {
             "step": self.loader.step, "world": self.size, "model": self.shape.as_dict(),
-            "seed": self.args.seed, "lr": self.args.lr, "warmup": self.args.warmup,
-            "clip": self.args.clip, "tokens_trained": self.tokens_trained,
+            "seed": self.cfg.seed, "lr": self.hp.lr, "warmup": self.hp.warmup,
+            "clip": self.hp.clip, "tokens_trained": self.tokens_trained,
             "model_checksum": model_checksum(self.model)})
 
     def run(self):
@@ -148,7 +150,7 @@ class Trainer:
         while self.session.running:
             stop = self.step()
             step = self.loader.step
-            if self.args.log_every > 0 and (step % self.args.log_every == 0 or stop):
+            if self.hp.log_every > 0 and (step % self.hp.log_every == 0 or stop):
                 self.log_progress()
             self.session.end_step(stop, self.write_files)
         self.report()
@@ -159,8 +161,8 @@ class Trainer:
         now, waiting = self.session.seconds, self.session.waiting
         then, waited, steps = self.last_log
         interval = now - then
-        tokens = (self.steps_run - steps) * self.args.batch_size * self.args.seq_len * self.size
-        self.log(self.comm, f"train: step {self.loader.step}/{self.args.steps} loss "
+        tokens = (self.steps_run - steps) * self.cfg.batch_size * self.cfg.seq_len * self.size
+        self.log(self.comm, f"train: step {self.loader.step}/{self.target} loss "
                             f"{self.last_losses[-1]:.3f} | {tokens / interval / 1e3:.1f}k tokens/s"
                             f" | data wait {100 * (waiting - waited) / interval:.1f}%"
                             f" | {self.mixing_text()}")
@@ -184,7 +186,7 @@ class Trainer:
 
     def fields(self, checksum):
         """The trainer's figures of the result line, beside the session's."""
-        tokens = self.steps_run * self.args.batch_size * self.args.seq_len * self.size
+        tokens = self.steps_run * self.cfg.batch_size * self.cfg.seq_len * self.size
         seconds = self.session.seconds
 
         def mean(values):
@@ -192,7 +194,7 @@ class Trainer:
         return {"loss_start": mean(self.first_losses), "loss_end": mean(self.last_losses),
                 "tokens": tokens, "tokens_trained": self.tokens_trained,
                 "tokens_per_second": tokens / seconds if seconds > 0 else 0.0,
-                "doc_mask": self.args.doc_mask, "model_checksum": checksum,
+                "doc_mask": self.hp.doc_mask, "model_checksum": checksum,
                 "trainer": "train.py"}
 
     def report(self):

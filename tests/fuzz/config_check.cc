@@ -6,14 +6,14 @@
 #include "cli/config_file.h"
 #include "fuzz_checks.h"
 #include "stoker/error.h"
-#include "stoker/option_checks.h"
+#include "stoker/program/options.h"
 
 namespace stoker::fuzz {
 
 void CheckConfig(std::string_view data) {
   CLI::App app("stoker");
   const cli::Command run = cli::SetupRun(app);
-  CheckOptionValues(&app);  // as the program does
+  program::CheckOptionValues(&app);  // as the program does
   try {
     cli::ApplyConfigText(run.app, data, "fuzz.toml");
   } catch (const ConfigError&) {

@@ -48,7 +48,9 @@ out=$work/train-$id.out
 preempt_after "$id" "$ckpt" 0 "$out" "train.sbatch (TRAINER=python)"
 wait_job "$id" 90 "train.sbatch (TRAINER=python)"
 stop=$(run_field "$out" 0 end_step)
-expect_log "$out" "src/train/train.py --data $corpus" "train.sbatch (TRAINER=python)"
+# train.py ran on the corpus, which the job passed in the environment (CORPUS).
+expect_log "$out" "src/train/train.py --resume" "train.sbatch (TRAINER=python)"
+expect_log "$out" "--data CORPUS='$corpus' in the environment" "train.sbatch (TRAINER=python)"
 expect_log "$out" "train: stopping at step $stop on signal; saved $ckpt/step-$stop" \
   "train.sbatch (TRAINER=python)"
 expect "$out" 0 trainer train.py "train.sbatch (TRAINER=python)"

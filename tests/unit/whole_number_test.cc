@@ -1,6 +1,6 @@
-// The command line's check of unsigned values as typed (stoker/whole_number.h): what strtoull
+// The command line's check of unsigned values as typed (program/whole_number.h): what strtoull
 // would wrap or read in another base is refused, saying why; decimal values pass.
-#include "stoker/whole_number.h"
+#include "program/whole_number.h"
 
 #include <gtest/gtest.h>
 

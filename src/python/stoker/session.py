@@ -62,6 +62,22 @@ def run_settings(data: str, *, steps: Optional[int] = None, checkpoint_dir: str 
     return settings
 
 
+def parse_settings(args: Optional[Sequence[str]] = None, *, program: str = "trainer",
+                   name: str = "train.py", description: str = "",
+                   quiet: bool = False) -> "_stoker.ProgramSettings":
+    """The settings of a trainer's command line (``args``, default ``sys.argv[1:]``) and, under
+    it, the environment: the flags, variables, defaults and help of stoker's programs
+    (``stoker settings`` lists them; ``program``: "trainer", stoker-train's, or "run", ``stoker
+    run``'s). ``.run`` is the ``RunSettings`` for ``check_run_settings`` and ``RunSession``,
+    ``.trainer`` the example trainers' model and log settings, ``.check`` whether --check was
+    given, ``.variable_lines`` the settings that have a variable as NAME=VALUE. --help prints the
+    help and a wrong flag or variable its error (unless ``quiet``: the ranks but 0), and both
+    raise SystemExit (0, or 2), as argparse would. Needs no MPI."""
+    import sys
+    argv = list(sys.argv[1:] if args is None else args)
+    return _stoker.parse_settings([str(a) for a in argv], program, name, description, not quiet)
+
+
 def check_run_settings(settings: "_stoker.RunSettings",
                        more: Optional[Callable[[], List[str]]] = None, program: str = "train.py",
                        comm: Optional[MPI.Comm] = None) -> bool:

@@ -1,5 +1,5 @@
 // Rank-aware logging on top of spdlog, for programs on stoker (the library logs through spdlog's
-// default logger; a program sets it up here).
+// default logger; a program sets it up here). Part of stoker::program.
 //
 // InitLogging installs the default spdlog logger: plain text on stderr (no colour codes: under
 // mpirun every rank's stderr is a pipe or a terminal shared by all ranks), every line carrying
@@ -11,8 +11,8 @@
 
 #include <spdlog/spdlog.h>
 
-namespace stoker {
+namespace stoker::program {
 
 void InitLogging(int rank, spdlog::level::level_enum level = spdlog::level::info);
 
-}  // namespace stoker
+}  // namespace stoker::program

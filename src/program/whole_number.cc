@@ -1,4 +1,4 @@
-#include "stoker/whole_number.h"
+#include "program/whole_number.h"
 
 #include <cctype>
 

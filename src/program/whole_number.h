@@ -1,6 +1,6 @@
-// The check of a whole number as typed on a command line, without CLI11 (libstoker): whether a
-// value may go to strtoull (base 0, as CLI11 converts unsigned options) and mean the number it
-// looks like. stoker/option_checks.h applies it to every unsigned option of a CLI11 app.
+// The check of a whole number as typed on a command line, without CLI11: whether a value may go
+// to strtoull (base 0, as CLI11 converts unsigned options) and mean the number it looks like.
+// CheckOptionValues (stoker/program/options.h) applies it to every unsigned option of an app.
 // Thread safe (no state).
 #pragma once
 

@@ -1,14 +1,14 @@
-#include "stoker/log.h"
+#include "stoker/program/log.h"
 
 #include <spdlog/sinks/stdout_sinks.h>
 
 #include <memory>
 
-namespace stoker {
+namespace stoker::program {
 
 void InitLogging(int rank, spdlog::level::level_enum level) {
-  auto logger = std::make_shared<spdlog::logger>(
-      "stoker", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto logger =
+      std::make_shared<spdlog::logger>("stoker", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   logger->set_pattern(fmt::format("[%H:%M:%S.%e] [rank {}] [%l] %v", rank));
   const auto rank_level = rank == 0 ? level : std::max(level, spdlog::level::warn);
   logger->set_level(rank_level);
@@ -16,4 +16,4 @@ void InitLogging(int rank, spdlog::level::level_enum level) {
   spdlog::set_default_logger(std::move(logger));
 }
 
-}  // namespace stoker
+}  // namespace stoker::program
