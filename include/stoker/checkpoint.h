@@ -15,12 +15,22 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace stoker {
 
 // "step-<N>": the name of the step folder of global step `step` under a checkpoint folder.
 std::string StepFolderName(uint64_t step);
+
+// A trainer's own file `name` (a path relative to the step folder, e.g. "model.pt") in
+// `step_dir`, written the way stoker writes its own: atomically (a temporary file, fsync, rename,
+// fsync of the folder), so after a crash it is the old file or the new one, whole; parent
+// folders are made. Throws IoError naming the path and the failing call. Not collective.
+void WriteStepFile(const std::string& step_dir, const std::string& name, std::string_view bytes);
+
+// The whole of the trainer's file `name` in `step_dir`. Throws IoError naming the path.
+std::string ReadStepFile(const std::string& step_dir, const std::string& name);
 
 // The world size whose rank files `step_dir`/loader/ holds (the run that saved it, or the target
 // of `stoker reshard`), or nullopt when it holds none.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # stoker: go on with a training run from its newest complete checkpoint, on NP ranks under plain
 # mpirun -- any number, not necessarily the one that saved it. The settings and defaults of
-# jobs/mpirun/train.sh (see jobs/common.sh), from the environment:
+# jobs/mpirun/train.sh (see jobs/README.md), from the environment:
 #
 #   NP=3 STEPS=600 CHECKPOINT_DIR=out/checkpoints jobs/mpirun/resume.sh
 #

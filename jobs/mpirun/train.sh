@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # stoker: a data-parallel training run under plain mpirun, for a machine without Slurm. The same
-# settings and defaults as jobs/slurm/train.sbatch (see jobs/common.sh), from the environment:
+# settings and defaults as jobs/slurm/train.sbatch (see jobs/README.md), from the environment:
 #
 #   NP=4 STEPS=300 CORPUS=out/corpus CHECKPOINT_DIR=out/checkpoints jobs/mpirun/train.sh
 #

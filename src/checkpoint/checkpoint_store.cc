@@ -46,6 +46,14 @@ std::string CheckpointFileName(uint64_t rank, uint64_t world) {
 
 std::string StepFolderName(uint64_t step) { return fmt::format("step-{}", step); }
 
+void WriteStepFile(const std::string& step_dir, const std::string& name, std::string_view bytes) {
+  WriteFileAtomically(step_dir + "/" + name, bytes);
+}
+
+std::string ReadStepFile(const std::string& step_dir, const std::string& name) {
+  return ReadFile(step_dir + "/" + name);
+}
+
 std::string CheckpointPath(const std::string& step_dir, uint64_t rank, uint64_t world) {
   return step_dir + "/loader/" + CheckpointFileName(rank, world);
 }

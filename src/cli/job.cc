@@ -1,7 +1,8 @@
-// `stoker job time-limit` and `stoker job requeue`: the decisions of the Slurm job scripts
-// (jobs/common.sh), made by the pure rules of src/job. The scripts keep only a shell's work:
-// reading squeue and their own #SBATCH lines, running `scontrol requeue`, choosing their exit
-// code. One process, without mpirun: refused under more than one rank.
+// `stoker job`: the decisions of the job scripts (jobs/common.sh), made by the pure rules of
+// src/job. This file: time-limit and requeue; job_launch.cc: settings and start; job_reshard.cc:
+// reshard. The scripts keep only a shell's work: reading squeue, running the trainer and
+// `scontrol requeue`, choosing their exit code. One process, without mpirun: refused under more
+// than one rank.
 //
 //   time-limit --limit TEXT (--signal SPEC | --warning-seconds N)
 //       the job's time limit (squeue -o %l) against the warning offset (job/slurm_time.h)
@@ -30,9 +31,10 @@
 #include "base/check.h"
 #include "checkpoint/checkpoint_store.h"
 #include "cli/commands.h"
+#include "cli/job_commands.h"
 #include "job/requeue.h"
 #include "job/slurm_time.h"
-#include "stoker/files.h"
+#include "os/files.h"
 
 namespace stoker::cli {
 
@@ -58,6 +60,7 @@ struct JobOptions {
   CLI::App* requeue = nullptr;
   TimeLimitOptions limit;
   RequeueOptions requeue_options;
+  std::vector<JobCommand> more;  // job_commands.h
 };
 
 void PrintDecision(std::string_view word, const std::vector<std::string>& lines) {
@@ -143,6 +146,9 @@ int RunJob(const JobOptions& options, const mpi::Comm& world) {
                  "stoker job runs in one process: not under mpirun ({} ranks)", world.size());
     if (options.time_limit->parsed()) TimeLimit(options.limit);
     if (options.requeue->parsed()) Requeue(options.requeue_options);
+    for (const JobCommand& command : options.more) {
+      if (command.app->parsed()) return command.run();
+    }
     return 0;
   } catch (const std::exception& e) {
     if (world.rank() == 0) spdlog::error("{}", e.what());
@@ -213,14 +219,16 @@ Command SetupJob(CLI::App& app) {
   auto options = std::make_shared<JobOptions>();
   CLI::App* job = app.add_subcommand(
       "job",
-      "The decisions of the Slurm job scripts (jobs/): the time limit, the requeue.\n"
+      "The decisions of the job scripts (jobs/): their settings, the start, the time limit, the "
+      "requeue, the reshard.\n"
       "jobs/common.sh asks these instead of deciding in shell; each runs in one process, "
-      "without mpirun or Slurm. Prints the decision as one word on its first line, then the "
-      "lines the script prints; exits 0 once decided, 2 when it cannot decide (the error on "
-      "stderr). See jobs/README.md.");
+      "without mpirun or Slurm. time-limit and requeue print the decision as one word on their "
+      "first line, then the lines the script prints, and exit 0 once decided; each exits 2 when "
+      "it cannot decide or the job must not go on (the error on stderr). See jobs/README.md.");
   job->require_subcommand(1);
   AddTimeLimit(job, options.get());
   AddRequeue(job, options.get());
+  options->more = {AddJobSettings(job), AddJobStart(job), AddJobReshard(job)};
   return {job, [options](const mpi::Comm& world) { return RunJob(*options, world); }};
 }
 

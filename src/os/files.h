@@ -11,9 +11,16 @@
 #include <string_view>
 #include <vector>
 
-#include "stoker/files.h"  // WriteFileAtomically, ReadFile
-
 namespace stoker {
+
+// Writes `bytes` to `path` atomically (via `path` + ".tmp"), creating parent folders. Throws
+// IoError naming the path and the failing call (open, write, fsync, rename); the temporary file
+// is then removed and the old file, if any, is untouched. A failing fsync of the folder after
+// the rename is reported too: the new file is whole, but its name may not survive a crash.
+void WriteFileAtomically(const std::string& path, std::string_view bytes);
+
+// The whole file. Throws IoError naming the path.
+std::string ReadFile(const std::string& path);
 
 // What ReadAt did: `bytes` read, and the errno of the call that failed (0 when none did).
 struct ReadResult {

@@ -10,8 +10,8 @@
 #include "base/check.h"
 #include "checkpoint/checkpoint_store.h"
 #include "mpi/comm.h"
+#include "os/files.h"
 #include "stoker/checkpoint.h"
-#include "stoker/files.h"
 #include "stoker/trace.h"
 
 namespace stoker {

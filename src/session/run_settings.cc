@@ -5,9 +5,9 @@
 #include <cctype>
 #include <filesystem>
 
+#include "os/files.h"
 #include "stoker/collective.h"
 #include "stoker/error.h"
-#include "stoker/files.h"
 #include "stoker/run_session.h"
 
 namespace stoker {

@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "stoker/checkpoint.h"
 #include "stoker/collective.h"
 #include "stoker/error.h"
-#include "stoker/files.h"
 #include "stoker/fingerprint.h"
 
 namespace stoker::train {
@@ -118,9 +118,9 @@ void SaveTrainerFiles(const std::string& step_dir, TinyLm& model,
                       {"model_checksum", meta.model_checksum}};
   if (meta.warmup) j["warmup"] = *meta.warmup;
   if (meta.clip) j["clip"] = *meta.clip;
-  WriteFileAtomically(step_dir + "/model.pt", ArchiveBytes(*model));
-  WriteFileAtomically(step_dir + "/optimizer.pt", ArchiveBytes(optimizer));
-  WriteFileAtomically(step_dir + "/trainer.json", j.dump(2) + "\n");
+  WriteStepFile(step_dir, "model.pt", ArchiveBytes(*model));
+  WriteStepFile(step_dir, "optimizer.pt", ArchiveBytes(optimizer));
+  WriteStepFile(step_dir, "trainer.json", j.dump(2) + "\n");
 }
 
 TrainerMeta LoadTrainerFiles(MPI_Comm comm, const std::string& step_dir, const ModelShape& shape,
@@ -130,8 +130,7 @@ TrainerMeta LoadTrainerFiles(MPI_Comm comm, const std::string& step_dir, const M
   std::vector<std::string> files(kTrainerFiles.size());
   FailTogether(comm, [&] {
     if (rank != 0) return;
-    for (size_t i = 0; i < files.size(); ++i)
-      files[i] = ReadFile(step_dir + "/" + kTrainerFiles[i]);
+    for (size_t i = 0; i < files.size(); ++i) files[i] = ReadStepFile(step_dir, kTrainerFiles[i]);
   });
   for (std::string& bytes : files) BroadcastBytes(comm, &bytes, 0);
   TrainerMeta meta;

@@ -9,8 +9,8 @@
 
 #include "checkpoint/checkpoint_store.h"
 #include "common/test_support.h"
+#include "os/files.h"
 #include "stoker/error.h"
-#include "stoker/files.h"
 
 namespace stoker {
 namespace {

@@ -29,37 +29,33 @@ def _schedule_entries(schedule: WeightSchedule) -> List[ScheduleEntry]:
 
 
 def _make_config(data: str, *, weights: Optional[Mapping[str, float]] = None,
-                 weight_schedule: Optional[WeightSchedule] = None, seq_len: int = 4096,
-                 batch_size: int = 8, seed: int = 0,
-                 logical_shards: int = 65536, eos_id: Optional[int] = None,
-                 bos_id: Optional[int] = None, prefetch: int = 4, boundaries: bool = False,
-                 positions: str = "restart", io_depth: Union[int, str] = "auto",
-                 io_engine: str = "auto", direct_io: str = "auto",
-                 read_ahead_bytes: Optional[int] = None,
-                 offset_cache_bytes: Optional[int] = None) -> "_stoker.LoaderConfig":
-    """The C++ LoaderConfig of the Loader's settings (``Loader`` documents them)."""
+                 weight_schedule: Optional[WeightSchedule] = None, boundaries: bool = False,
+                 positions: str = "restart", io_depth: Union[int, str, None] = None,
+                 **fields: Any) -> "_stoker.LoaderConfig":
+    """The C++ LoaderConfig of the Loader's settings (``Loader`` documents them). ``fields`` are
+    LoaderConfig's own (seq_len, batch_size, seed, ...): one left out or None keeps the default
+    of include/stoker/loader.h, the one place it is written."""
     config = _stoker.LoaderConfig()
     config.data = str(data)
-    config.weights = {} if weights is None else (
-        dict(weights) if isinstance(weights, Mapping) else weights)
+    if weights is not None:
+        config.weights = dict(weights) if isinstance(weights, Mapping) else weights
     if weight_schedule is not None:  # with weights too: a problem Problems() names
         config.weight_schedule = _schedule_entries(weight_schedule)
-    config.seq_len = seq_len
-    config.batch_size = batch_size
-    config.seed = seed
-    config.logical_shards = logical_shards
-    config.eos_id = eos_id
-    config.bos_id = bos_id
-    config.prefetch = prefetch
     config.set_boundaries(boundaries, positions)
-    config.io_depth = 0 if isinstance(io_depth, str) and io_depth == "auto" else io_depth
-    config.io_engine = io_engine
-    config.direct_io = direct_io
-    if read_ahead_bytes is not None:
-        config.read_ahead_bytes = read_ahead_bytes
-    if offset_cache_bytes is not None:
-        config.offset_cache_bytes = offset_cache_bytes
+    if io_depth is not None:
+        config.io_depth = 0 if isinstance(io_depth, str) and io_depth == "auto" else io_depth
+    for name, value in fields.items():
+        if name not in _FIELDS:
+            raise TypeError(f"unexpected setting {name!r}: the Loader takes "
+                            f"{', '.join(sorted(_FIELDS))} and those it names")
+        if value is not None:
+            setattr(config, name, value)
     return config
+
+
+# LoaderConfig's fields that a Loader takes as they are.
+_FIELDS = ("seq_len", "batch_size", "seed", "logical_shards", "eos_id", "bos_id", "prefetch",
+           "io_engine", "direct_io", "read_ahead_bytes", "offset_cache_bytes")
 
 
 def config_problems(data: str, **settings: Any) -> List[str]:

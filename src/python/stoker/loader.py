@@ -15,6 +15,9 @@ from mpi4py import MPI
 from . import _stoker
 from .config import ScheduleEntry, WeightSchedule, _make_config
 
+# The C++ loader's defaults: the signature of Loader shows them, written nowhere else.
+_DEFAULT = _stoker.LoaderConfig()
+
 Batch = Dict[str, Any]
 
 _STATE_FORMAT = "stoker.loader/1"
@@ -75,7 +78,8 @@ class Loader:
     handed there, batch by batch, for ``stoker audit TRACE_DIR`` (no token lost or repeated
     across a chain of resumes on any rank counts; docs/operations.md). The trace opens with the
     first batch, at the step the loader starts from (a ``load_state_dict`` before it included),
-    so that first ``next()`` is collective.
+    so that first ``next()`` is collective. The defaults are the C++ loader's, written once in
+    include/stoker/loader.h (``stoker.LoaderConfig()`` shows them).
 
     A setting of the wrong type or out of range (``seq_len=-1``, ``seq_len=True``,
     ``boundaries="no"``, ``eos_id=2**63``) is a ``ConfigError`` naming it, as is a value the
@@ -93,14 +97,15 @@ class Loader:
     """
 
     def __init__(self, data: str, *, weights: Optional[Mapping[str, float]] = None,
-                 weight_schedule: Optional[WeightSchedule] = None, seq_len: int = 4096,
-                 batch_size: int = 8, seed: int = 0,
-                 logical_shards: int = 65536, eos_id: Optional[int] = None,
-                 bos_id: Optional[int] = None, prefetch: int = 4,
+                 weight_schedule: Optional[WeightSchedule] = None,
+                 seq_len: int = _DEFAULT.seq_len, batch_size: int = _DEFAULT.batch_size,
+                 seed: int = _DEFAULT.seed, logical_shards: int = _DEFAULT.logical_shards,
+                 eos_id: Optional[int] = None, bos_id: Optional[int] = None,
+                 prefetch: int = _DEFAULT.prefetch,
                  resume_from: Optional[str] = None, comm: Optional[MPI.Comm] = None,
                  boundaries: bool = False, positions: str = "restart",
-                 io_depth: Union[int, str] = "auto", io_engine: str = "auto",
-                 direct_io: str = "auto", read_ahead_bytes: Optional[int] = None,
+                 io_depth: Union[int, str] = "auto", io_engine: str = _DEFAULT.io_engine,
+                 direct_io: str = _DEFAULT.direct_io, read_ahead_bytes: Optional[int] = None,
                  offset_cache_bytes: Optional[int] = None, trace_dir: Optional[str] = None
                  ) -> None:
         config = _make_config(

@@ -1,0 +1,172 @@
+// `stoker job settings` and `stoker job start`: what a job script (jobs/common.sh) asks before it
+// launches the trainer, so the script decides nothing itself.
+//
+//   settings [--launch slurm|mpirun]
+//       the job's settings (job/job_settings.h) from the environment, their defaults filled in,
+//       as NAME=VALUE lines on stdout for the script to export; exit 2 naming each wrong one.
+//   start --mode train|resume [--ranks N] [--limit TEXT [--script FILE]]
+//       the time limit (squeue's %l) against the warning offset (WARNING_SECONDS, SBATCH_SIGNAL
+//       or the script's #SBATCH --signal line), then CHECKPOINT_DIR: where the run starts (made
+//       when it does not exist). Prints the lines the script prints; exit 2 when the job must
+//       not start (a time limit too short, nothing to resume, step folders none complete).
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/check.h"
+#include "checkpoint/checkpoint_store.h"
+#include "cli/job_commands.h"
+#include "job/digits.h"
+#include "job/job_settings.h"
+#include "job/slurm_time.h"
+#include "os/files.h"
+
+namespace stoker::cli {
+
+namespace fs = std::filesystem;
+
+std::optional<std::string> Environment(std::string_view name) {
+  const char* value = std::getenv(std::string(name).c_str());
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+std::vector<std::string> EnvironmentWords(std::string_view name) {
+  std::istringstream in(Environment(name).value_or(""));
+  std::vector<std::string> words;
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
+}
+
+namespace {
+
+std::string EnvironmentOr(std::string_view name, std::string_view fallback) {
+  return Environment(name).value_or(std::string(fallback));
+}
+
+int PrintSettings(const std::string& launch) {
+  const std::string home = EnvironmentOr("STOKER_HOME", "");
+  std::error_code ec;
+  const bool package = !home.empty() && fs::is_directory(home + "/build/python/stoker", ec);
+  job::JobSettings settings = job::ResolveJobSettings(
+      Environment, launch == "mpirun" ? job::Launch::kMpirun : job::Launch::kSlurm, package);
+  std::string out;
+  for (const auto& [name, value] : settings.values) {
+    // An empty PYTHONPATH is left out rather than exported: the user's environment stays as is.
+    if (name != "PYTHONPATH" || !value.empty()) out += fmt::format("{}={}\n", name, value);
+  }
+  STOKER_CHECK(settings.problems.empty(), ConfigError, "{}; nothing was launched",
+               fmt::join(settings.problems, "; "));
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
+struct StartOptions {
+  std::string mode = "train";  // --mode
+  std::string ranks = "?";     // --ranks
+  std::string limit;           // --limit
+  std::string script;          // --script
+};
+
+// The time limit against the warning offset; false when the job must not start.
+bool CheckLimit(const StartOptions& o, std::vector<std::string>* lines) {
+  if (o.limit.empty()) return true;
+  const std::string warning = EnvironmentOr("WARNING_SECONDS", "");
+  std::string spec = EnvironmentOr("SBATCH_SIGNAL", "");
+  if (spec.empty() && !o.script.empty() && fs::exists(o.script)) {
+    spec = job::ScriptSignalSpec(ReadFile(o.script));
+  }
+  if (warning.empty() && spec.empty()) return true;
+  const std::optional<uint64_t> seconds = job::ParseDigits(warning);
+  STOKER_CHECK(warning.empty() || seconds, ConfigError,
+               "WARNING_SECONDS must be a whole number of seconds, not '{}'", warning);
+  const uint64_t offset = seconds ? *seconds : job::WarningOffset(spec);
+  const std::string what = warning.empty() ? fmt::format("--signal={}", spec)
+                                           : fmt::format("WARNING_SECONDS='{}'", warning);
+  const job::TimeLimitCheck check = job::CheckTimeLimit(o.limit, offset, what);
+  lines->push_back(check.message);
+  return check.verdict != job::TimeLimitCheck::Verdict::kTooShort;
+}
+
+// Where the run starts in CHECKPOINT_DIR.
+void CheckCheckpoints(const StartOptions& o, std::vector<std::string>* lines) {
+  const std::string dir = EnvironmentOr("CHECKPOINT_DIR", "");
+  const std::optional<StepFolder> newest =
+      NewestCompleteStep(dir, EnvironmentWords("TRAINER_FILES"));
+  if (!newest) {
+    STOKER_CHECK(o.mode != "resume", ConfigError,
+                 "nothing to resume: no complete step-<N> folder in CHECKPOINT_DIR={} (a complete "
+                 "one holds loader/rank-R-of-W.ckpt for every rank R < W and the files its "
+                 "trainer.files names). Start with train instead, or set CHECKPOINT_DIR",
+                 dir);
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    STOKER_CHECK(!ec, IoError, "cannot create CHECKPOINT_DIR={}: {}", dir, ec.message());
+    lines->push_back(fmt::format("no checkpoint in {} yet: the trainer starts at step 0", dir));
+    return;
+  }
+  const std::string world = newest->world ? fmt::format("{}", *newest->world) : "?";
+  lines->push_back(fmt::format(
+      "newest complete checkpoint: {}, saved on {} ranks, now {}: the trainer resumes from it{}",
+      newest->path, world, o.ranks,
+      world == o.ranks ? "" : " and the loader rescales its state (no token lost or repeated)"));
+}
+
+int Start(const StartOptions& o) {
+  std::vector<std::string> lines;
+  const bool fits = CheckLimit(o, &lines);
+  if (fits) CheckCheckpoints(o, &lines);
+  for (const std::string& line : lines) std::printf("%s\n", line.c_str());
+  return fits ? 0 : 2;
+}
+
+}  // namespace
+
+JobCommand AddJobSettings(CLI::App* job) {
+  auto launch = std::make_shared<std::string>("slurm");
+  CLI::App* sub = job->add_subcommand(
+      "settings", "Print the job's settings from the environment, defaults filled in");
+  std::string footer =
+      "Prints NAME=VALUE lines (jobs/common.sh exports them); refuses (exit 2) a wrong one, "
+      "naming it. A variable set to nothing keeps nothing. The trainer's own settings are "
+      "listed by stoker settings --program trainer. The job's:";
+  for (const job::JobVariable& v : job::JobVariables()) {
+    footer += fmt::format("\n  {:<16}{}{}", v.name, v.help,
+                          v.fallback.empty() ? "" : fmt::format(" (default: {})", v.fallback));
+  }
+  sub->footer(footer + "\n({home}: STOKER_HOME, the stoker checkout.)");
+  sub->add_option("--launch", *launch, "Where the job runs: slurm (jobs/slurm/) or mpirun")
+      ->check(CLI::IsMember({"slurm", "mpirun"}))
+      ->capture_default_str();
+  return {sub, [launch] { return PrintSettings(*launch); }};
+}
+
+JobCommand AddJobStart(CLI::App* job) {
+  auto o = std::make_shared<StartOptions>();
+  CLI::App* sub = job->add_subcommand(
+      "start", "Check the time limit and CHECKPOINT_DIR before the launch; say where it starts");
+  sub->footer(
+      "Reads CHECKPOINT_DIR, TRAINER_FILES, WARNING_SECONDS and SBATCH_SIGNAL from the "
+      "environment. Prints the lines the script prints. Exit 2 when the job must not start: a "
+      "time limit at or below the warning offset (Slurm would warn at once, every run, and the "
+      "job requeue itself for ever), --mode resume without a complete step folder, or step "
+      "folders of which none is complete (a fresh start would repeat every token trained on).");
+  sub->add_option("--mode", o->mode,
+                  "train (start at step 0 when there is no checkpoint) or resume")
+      ->check(CLI::IsMember({"train", "resume"}))
+      ->capture_default_str();
+  sub->add_option("--ranks", o->ranks, "The number of ranks the job launches, for the message");
+  sub->add_option("--limit", o->limit, "The job's time limit as squeue -o %l prints it");
+  sub->add_option("--script", o->script,
+                  "The batch script, whose #SBATCH --signal line gives the warning offset when "
+                  "neither WARNING_SECONDS nor SBATCH_SIGNAL does");
+  return {sub, [o] { return Start(*o); }};
+}
+
+}  // namespace stoker::cli
