@@ -166,10 +166,13 @@ _stoker_wait() {
 # then `stoker job start --mode MODE --ranks RANKS ARGS` (the time limit, where the run starts;
 # exit 2 when the job must not): what every training job does before its launch.
 stoker_start() {
+  local out rc=0 line
   stoker_catch_signals
   stoker_train_command
   stoker_check_settings
-  _stoker_say_lines "$STOKER" job start --mode "$1" --ranks "${2:-?}" "${@:3}"
+  out=$(setsid -w "$STOKER" job start --mode "$1" --ranks "${2:-?}" "${@:3}") || rc=$?
+  while IFS= read -r line; do [ -z "$line" ] || stoker_say "$line"; done <<< "$out"
+  [ "$rc" = 0 ] || stoker_fail "stoker job start refused the start (above, exit $rc)"
 }
 
 # stoker_slurm_train train|resume: the body of jobs/slurm/train.sbatch and resume.sbatch, on the
@@ -239,12 +242,4 @@ stoker_reshard() {
   [ ! -d "$CORPUS" ] || data=(--data "$CORPUS")
   stoker_say "running: $STOKER inspect $out ${data[*]}"
   "$STOKER" inspect "$out" "${data[@]}" || exit
-}
-
-# _stoker_say_lines COMMAND...: runs it; says each line it printed; exits 2 when it failed.
-_stoker_say_lines() {
-  local out rc=0 line
-  out=$(setsid -w "$@") || rc=$?
-  while IFS= read -r line; do [ -z "$line" ] || stoker_say "$line"; done <<< "$out"
-  [ "$rc" = 0 ] || stoker_fail "$2 $3 refused to go on (above, exit $rc); nothing was launched"
 }

@@ -71,11 +71,8 @@ void PrintDecision(std::string_view word, const std::vector<std::string>& lines)
 }
 
 void TimeLimit(const TimeLimitOptions& options) {
-  const uint64_t offset =
-      options.warning_seconds ? *options.warning_seconds : job::WarningOffset(options.signal);
-  const std::string signal = options.warning_seconds ? fmt::format("--signal=B:USR1@{}", offset)
-                                                     : fmt::format("--signal={}", options.signal);
-  const job::TimeLimitCheck check = job::CheckTimeLimit(options.limit, offset, signal);
+  const job::TimeLimitCheck check =
+      job::CheckTimeLimit(options.limit, options.signal, options.warning_seconds);
   PrintDecision(job::VerdictWord(check.verdict), {check.message});
 }
 

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "job/job_settings.h"
+
 namespace stoker::cli {
 
 struct JobCommand {
@@ -25,7 +27,8 @@ JobCommand AddJobReshard(CLI::App* job);
 // The environment's `name`, nullopt when unset.
 std::optional<std::string> Environment(std::string_view name);
 
-// The words of the environment's `name`, split on white space (TRAINER_FILES); none when unset.
-std::vector<std::string> EnvironmentWords(std::string_view name);
+// The job's settings from the environment (job/job_settings.h); ConfigError naming every wrong
+// one. `launch`: where the job runs, for the checks that depend on it (NP, LAUNCHER).
+job::JobSettings ReadJobSettings(job::Launch launch);
 
 }  // namespace stoker::cli

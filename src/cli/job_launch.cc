@@ -15,14 +15,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/check.h"
 #include "checkpoint/checkpoint_store.h"
 #include "cli/job_commands.h"
-#include "job/digits.h"
 #include "job/job_settings.h"
 #include "job/slurm_time.h"
 #include "os/files.h"
@@ -37,32 +35,26 @@ std::optional<std::string> Environment(std::string_view name) {
   return std::string(value);
 }
 
-std::vector<std::string> EnvironmentWords(std::string_view name) {
-  std::istringstream in(Environment(name).value_or(""));
-  std::vector<std::string> words;
-  for (std::string word; in >> word;) words.push_back(word);
-  return words;
+job::JobSettings ReadJobSettings(job::Launch launch) {
+  const std::string home = Environment("STOKER_HOME").value_or("");
+  std::error_code ec;
+  const bool package = !home.empty() && fs::is_directory(home + "/build/python/stoker", ec);
+  job::JobSettings settings = job::ResolveJobSettings(Environment, launch, package);
+  STOKER_CHECK(settings.problems.empty(), ConfigError, "{}; nothing was launched",
+               fmt::join(settings.problems, "; "));
+  return settings;
 }
 
 namespace {
 
-std::string EnvironmentOr(std::string_view name, std::string_view fallback) {
-  return Environment(name).value_or(std::string(fallback));
-}
-
 int PrintSettings(const std::string& launch) {
-  const std::string home = EnvironmentOr("STOKER_HOME", "");
-  std::error_code ec;
-  const bool package = !home.empty() && fs::is_directory(home + "/build/python/stoker", ec);
-  job::JobSettings settings = job::ResolveJobSettings(
-      Environment, launch == "mpirun" ? job::Launch::kMpirun : job::Launch::kSlurm, package);
+  const job::JobSettings settings =
+      ReadJobSettings(launch == "mpirun" ? job::Launch::kMpirun : job::Launch::kSlurm);
   std::string out;
   for (const auto& [name, value] : settings.values) {
     // An empty PYTHONPATH is left out rather than exported: the user's environment stays as is.
     if (name != "PYTHONPATH" || !value.empty()) out += fmt::format("{}={}\n", name, value);
   }
-  STOKER_CHECK(settings.problems.empty(), ConfigError, "{}; nothing was launched",
-               fmt::join(settings.problems, "; "));
   std::fputs(out.c_str(), stdout);
   return 0;
 }
@@ -75,30 +67,25 @@ struct StartOptions {
 };
 
 // The time limit against the warning offset; false when the job must not start.
-bool CheckLimit(const StartOptions& o, std::vector<std::string>* lines) {
+bool CheckLimit(const StartOptions& o, const job::JobSettings& settings,
+                std::vector<std::string>* lines) {
   if (o.limit.empty()) return true;
-  const std::string warning = EnvironmentOr("WARNING_SECONDS", "");
-  std::string spec = EnvironmentOr("SBATCH_SIGNAL", "");
+  std::string spec = Environment("SBATCH_SIGNAL").value_or("");
   if (spec.empty() && !o.script.empty() && fs::exists(o.script)) {
     spec = job::ScriptSignalSpec(ReadFile(o.script));
   }
-  if (warning.empty() && spec.empty()) return true;
-  const std::optional<uint64_t> seconds = job::ParseDigits(warning);
-  STOKER_CHECK(warning.empty() || seconds, ConfigError,
-               "WARNING_SECONDS must be a whole number of seconds, not '{}'", warning);
-  const uint64_t offset = seconds ? *seconds : job::WarningOffset(spec);
-  const std::string what = warning.empty() ? fmt::format("--signal={}", spec)
-                                           : fmt::format("WARNING_SECONDS='{}'", warning);
-  const job::TimeLimitCheck check = job::CheckTimeLimit(o.limit, offset, what);
+  const std::optional<uint64_t> warning = settings.WarningSeconds();
+  if (!warning && spec.empty()) return true;
+  const job::TimeLimitCheck check = job::CheckTimeLimit(o.limit, spec, warning);
   lines->push_back(check.message);
   return check.verdict != job::TimeLimitCheck::Verdict::kTooShort;
 }
 
 // Where the run starts in CHECKPOINT_DIR.
-void CheckCheckpoints(const StartOptions& o, std::vector<std::string>* lines) {
-  const std::string dir = EnvironmentOr("CHECKPOINT_DIR", "");
-  const std::optional<StepFolder> newest =
-      NewestCompleteStep(dir, EnvironmentWords("TRAINER_FILES"));
+void CheckCheckpoints(const StartOptions& o, const job::JobSettings& settings,
+                      std::vector<std::string>* lines) {
+  const std::string& dir = settings.Value("CHECKPOINT_DIR");
+  const std::optional<StepFolder> newest = NewestCompleteStep(dir, settings.TrainerFiles());
   if (!newest) {
     STOKER_CHECK(o.mode != "resume", ConfigError,
                  "nothing to resume: no complete step-<N> folder in CHECKPOINT_DIR={} (a complete "
@@ -119,9 +106,10 @@ void CheckCheckpoints(const StartOptions& o, std::vector<std::string>* lines) {
 }
 
 int Start(const StartOptions& o) {
+  const job::JobSettings settings = ReadJobSettings(job::Launch::kSlurm);
   std::vector<std::string> lines;
-  const bool fits = CheckLimit(o, &lines);
-  if (fits) CheckCheckpoints(o, &lines);
+  const bool fits = CheckLimit(o, settings, &lines);
+  if (fits) CheckCheckpoints(o, settings, &lines);
   for (const std::string& line : lines) std::printf("%s\n", line.c_str());
   return fits ? 0 : 2;
 }
@@ -152,8 +140,9 @@ JobCommand AddJobStart(CLI::App* job) {
   CLI::App* sub = job->add_subcommand(
       "start", "Check the time limit and CHECKPOINT_DIR before the launch; say where it starts");
   sub->footer(
-      "Reads CHECKPOINT_DIR, TRAINER_FILES, WARNING_SECONDS and SBATCH_SIGNAL from the "
-      "environment. Prints the lines the script prints. Exit 2 when the job must not start: a "
+      "Reads the job's settings as stoker job settings does (CHECKPOINT_DIR, TRAINER_FILES, "
+      "WARNING_SECONDS, ...) and SBATCH_SIGNAL from the environment. Prints the lines the script "
+      "prints. Exit 2 when the job must not start: a "
       "time limit at or below the warning offset (Slurm would warn at once, every run, and the "
       "job requeue itself for ever), --mode resume without a complete step folder, or step "
       "folders of which none is complete (a fresh start would repeat every token trained on).");

@@ -1,5 +1,6 @@
 // `stoker job reshard`: the reshard job (jobs/slurm/reshard.sbatch, jobs/mpirun/reshard.sh).
-// From the environment: step STEP of CHECKPOINT_DIR (default: the newest complete one, as
+// From the environment (the job's settings as `stoker job settings` reads them, and WORLD_SIZE,
+// STEP, NEW_CHECKPOINT_DIR): step STEP of CHECKPOINT_DIR (default: the newest complete one, as
 // `stoker steps --newest` finds it, TRAINER_FILES required too), rewritten for WORLD_SIZE ranks
 // into a whole new NEW_CHECKPOINT_DIR/step-<N> (default "$CHECKPOINT_DIR-to-$WORLD_SIZE"),
 // published in one rename (checkpoint/reshard.h), never over an existing one. Logs what it does;
@@ -21,29 +22,29 @@ namespace stoker::cli {
 
 namespace {
 
-StepFolder StepToReshard(const std::string& dir) {
+StepFolder StepToReshard(const std::string& dir, const std::vector<std::string>& required) {
   const std::string step = Environment("STEP").value_or("");
   if (!step.empty()) {
     const std::optional<uint64_t> n = job::ParseDigits(step);
     STOKER_CHECK(n.has_value(), ConfigError, "STEP must be a step number, not '{}'", step);
-    return CompleteStep(dir, *n, EnvironmentWords("TRAINER_FILES"));
+    return CompleteStep(dir, *n, required);
   }
-  std::optional<StepFolder> newest = NewestCompleteStep(dir, EnvironmentWords("TRAINER_FILES"));
+  std::optional<StepFolder> newest = NewestCompleteStep(dir, required);
   STOKER_CHECK(newest.has_value(), ConfigError,
                "no step-<N> folder in CHECKPOINT_DIR={} to reshard", dir);
   return *std::move(newest);
 }
 
 int Reshard() {
-  std::string dir = Environment("CHECKPOINT_DIR").value_or("");
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const job::JobSettings settings = ReadJobSettings(job::Launch::kSlurm);
+  const std::string& dir = settings.Value("CHECKPOINT_DIR");
   STOKER_CHECK(!dir.empty(), ConfigError, "set CHECKPOINT_DIR to the folder of step-<N> folders");
   const std::string world_text = Environment("WORLD_SIZE").value_or("");
   const std::optional<uint64_t> world = job::ParseDigits(world_text);
   STOKER_CHECK(world && *world > 0, ConfigError,
                "set WORLD_SIZE to the number of ranks the job will resume on (now '{}')",
                world_text);
-  const StepFolder from = StepToReshard(dir);
+  const StepFolder from = StepToReshard(dir, settings.TrainerFiles());
   std::string new_dir = Environment("NEW_CHECKPOINT_DIR").value_or("");
   if (new_dir.empty()) new_dir = fmt::format("{}-to-{}", dir, *world);
   const std::string out = fmt::format("{}/{}", new_dir, StepFolderName(from.step));

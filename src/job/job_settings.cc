@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <map>
@@ -137,6 +138,29 @@ void ResolveRequeue(Resolver& r) {
 }  // namespace
 
 std::span<const JobVariable> JobVariables() { return kVariables; }
+
+const std::string& JobSettings::Value(std::string_view name) const {
+  for (const auto& [n, value] : values) {
+    if (n == name) return value;
+  }
+  throw std::logic_error(fmt::format("no job variable {}", name));
+}
+
+std::vector<std::string> JobSettings::TrainerFiles() const {
+  std::vector<std::string> words;
+  const std::string& text = Value("TRAINER_FILES");
+  size_t at = 0;
+  while ((at = text.find_first_not_of(" \t", at)) != std::string::npos) {
+    const size_t end = std::min(text.find_first_of(" \t", at), text.size());
+    words.push_back(text.substr(at, end - at));
+    at = end;
+  }
+  return words;
+}
+
+std::optional<uint64_t> JobSettings::WarningSeconds() const {
+  return ParseDigits(Value("WARNING_SECONDS"));
+}
 
 JobSettings ResolveJobSettings(const Lookup& env, Launch launch, bool python_package) {
   Resolver r(env, env("STOKER_HOME").value_or(""));

@@ -6,6 +6,7 @@
 // about files as a flag. Thread safe (no state).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <span>
@@ -36,6 +37,13 @@ std::span<const JobVariable> JobVariables();
 struct JobSettings {
   std::vector<std::pair<std::string, std::string>> values;  // NAME, VALUE: JobVariables() order
   std::vector<std::string> problems;                        // each names its variable and value
+
+  // The value of `name` (one of JobVariables()).
+  const std::string& Value(std::string_view name) const;
+  // TRAINER_FILES, split on white space.
+  std::vector<std::string> TrainerFiles() const;
+  // WARNING_SECONDS, nullopt when not set (checked: a whole number).
+  std::optional<uint64_t> WarningSeconds() const;
 };
 
 // The settings from `env` (STOKER_HOME must be set). `python_package`: whether the package is

@@ -155,4 +155,12 @@ TimeLimitCheck CheckTimeLimit(std::string_view limit, uint64_t offset, std::stri
                       limit, offset, signal)};
 }
 
+TimeLimitCheck CheckTimeLimit(std::string_view limit, std::string_view spec,
+                              std::optional<uint64_t> warning_seconds) {
+  const uint64_t offset = warning_seconds ? *warning_seconds : WarningOffset(spec);
+  const std::string signal = warning_seconds ? fmt::format("--signal=B:USR1@{}", offset)
+                                             : fmt::format("--signal={}", spec);
+  return CheckTimeLimit(limit, offset, signal);
+}
+
 }  // namespace stoker::job

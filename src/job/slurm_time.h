@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -49,5 +50,10 @@ std::string_view VerdictWord(TimeLimitCheck::Verdict verdict);
 // Checks the job's time limit `limit` (text as squeue prints it) against `offset` seconds;
 // `signal` is how the offset was asked for, for the message (e.g. "--signal=B:USR1@180").
 TimeLimitCheck CheckTimeLimit(std::string_view limit, uint64_t offset, std::string_view signal);
+
+// The same, the offset given as a job gives it: `warning_seconds` when set, else the --signal
+// spec `spec` (WarningOffset; ConfigError when sbatch would refuse it).
+TimeLimitCheck CheckTimeLimit(std::string_view limit, std::string_view spec,
+                              std::optional<uint64_t> warning_seconds);
 
 }  // namespace stoker::job

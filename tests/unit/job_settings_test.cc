@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace stoker::job {
 namespace {
@@ -88,6 +90,18 @@ TEST(JobSettings, EachWrongOneNamed) {
   ExpectProblem({{"TRAIN_ARGS", "--dim 8\n--layers 1"}}, Launch::kSlurm, "TRAIN_ARGS holds a line");
   const JobSettings two = Resolve({{"REQUEUE", "2"}, {"NP", "x"}}, Launch::kMpirun);
   EXPECT_EQ(two.problems.size(), 2u);
+}
+
+TEST(JobSettings, TrainerFilesAndWarningSeconds) {
+  const JobSettings s = Resolve(
+      {{"TRAINER_FILES", " model.pt\toptimizer.pt  meta/a.json "}, {"WARNING_SECONDS", "90"}});
+  EXPECT_EQ(s.TrainerFiles(),
+            (std::vector<std::string>{"model.pt", "optimizer.pt", "meta/a.json"}));
+  EXPECT_EQ(s.WarningSeconds(), 90u);
+  EXPECT_TRUE(Resolve({}).TrainerFiles().empty());
+  EXPECT_FALSE(Resolve({}).WarningSeconds().has_value());
+  EXPECT_EQ(s.Value("NP"), "2");
+  EXPECT_THROW(s.Value("NOPE"), std::logic_error);
 }
 
 TEST(ScriptSignal, FirstSbatchSignalLine) {

@@ -147,6 +147,18 @@ TEST(TimeLimit, NoLimitOrNoTimeIsNotChecked) {
   EXPECT_EQ(CheckTimeLimit("18446744073709551616", 180, "x").verdict, Verdict::kUnknown);
 }
 
+TEST(TimeLimit, TheOffsetAsAJobGivesIt) {
+  // From the --signal spec, or from WARNING_SECONDS, which wins and is named as a spec.
+  const TimeLimitCheck spec = CheckTimeLimit("2:00", "B:USR1@180", std::nullopt);
+  EXPECT_EQ(spec.verdict, Verdict::kTooShort);
+  EXPECT_NE(spec.message.find("180 s (--signal=B:USR1@180)"), std::string::npos) << spec.message;
+  const TimeLimitCheck seconds = CheckTimeLimit("2:00", "B:USR1@180", uint64_t{60});
+  EXPECT_EQ(seconds.verdict, Verdict::kFits);
+  EXPECT_EQ(CheckTimeLimit("2:00", "", uint64_t{120}).verdict, Verdict::kTooShort);
+  EXPECT_EQ(CheckTimeLimit("5", "USR1", std::nullopt).verdict, Verdict::kFits);  // 60 s default
+  EXPECT_THROW(CheckTimeLimit("5", "B:USR1@x", std::nullopt), ConfigError);
+}
+
 TEST(TimeLimit, VerdictWords) {
   EXPECT_EQ(VerdictWord(Verdict::kFits), "fits");
   EXPECT_EQ(VerdictWord(Verdict::kTooShort), "too-short");
