@@ -32,6 +32,7 @@
 #include "loader_bench.h"
 #include "mpi/comm.h"
 #include "order/random.h"
+#include "os/child_process.h"
 #include "os/unique_fd.h"
 #include "shard/array_locations.h"
 #include "shard/discovery.h"
@@ -57,9 +58,18 @@ void DropCaches(const mpi::Comm& world) {
   });
 }
 
+// Whether `argv` can be started and exits 0 (its output is not kept).
+bool RunsAndExitsZero(const std::vector<std::string>& argv) {
+  try {
+    return RunChild(argv).status == 0;
+  } catch (const IoError&) {  // not installed
+    return false;
+  }
+}
+
 // Rank 0: why cold figures cannot be measured here, or "" (and the page cache is then empty).
 std::string Refusal(const std::string& dir) {
-  if (RunCommand({"fio", "--version"}).status != 0) {
+  if (!RunsAndExitsZero({"fio", "--version"})) {
     return "fio cannot be run (is it installed? apt-get install fio, or scripts/setup.sh): no "
            "random-read figures without it";
   }
@@ -248,12 +258,12 @@ Sample Sequential(const ColdRun& run, uint64_t /*rep*/) {
 Sample RandomReads(const ColdRun& run, int depth, uint64_t rep) {
   Sample s;
   OnRankZeroAlone(run.world, [&] {
-    const CommandResult fio =
-        RunCommand(FioCommand(run, depth, DeriveKey(run.salt, "cold-fio", depth, rep) >> 1));
+    const ChildResult fio =
+        RunChild(FioCommand(run, depth, DeriveKey(run.salt, "cold-fio", depth, rep) >> 1));
     STOKER_CHECK(fio.status == 0, IoError,
                  "fio at queue depth {} failed (exit status {}; its messages are above)", depth,
                  fio.status);
-    s = ParseFio(fio.out, run.width);
+    s = ParseFio(fio.output, run.width);
   });
   return s;
 }

@@ -3,11 +3,9 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <linux/magic.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -53,35 +51,6 @@ ReadAhead FindReadAhead(const std::string& path) {
   ReadAhead found{.device = device.filename().string()};
   if (!(in >> found.kb)) found.kb = "unknown";
   return found;
-}
-
-CommandResult RunCommand(const std::vector<std::string>& argv) {
-  int ends[2];
-  STOKER_CHECK(::pipe2(ends, O_CLOEXEC) == 0, IoError, "pipe2: {}", std::strerror(errno));
-  const UniqueFd read_end(ends[0]);
-  UniqueFd write_end(ends[1]);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int error = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  write_end.Reset();  // the child holds the only write end now: end of file when it exits
-  CommandResult result;
-  if (error != 0) return result;
-  char buffer[1 << 16];
-  for (ssize_t got; (got = ::read(read_end.get(), buffer, sizeof buffer)) != 0;) {
-    if (got > 0) result.out.append(buffer, got);
-    if (got < 0 && errno != EINTR) break;
-  }
-  int status = -1;  // not an exit, should waitpid fail
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status)) result.status = WEXITSTATUS(status);
-  return result;
 }
 
 }  // namespace stoker::bench

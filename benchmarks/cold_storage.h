@@ -1,6 +1,6 @@
 // What measuring cold storage (bench_loader --mode cold) asks of the system: emptying the page
-// cache, whether a folder lives in memory, the read-ahead of the block device holding a file,
-// and running a program (fio) for what it prints. Linux only; thread safe (no shared state).
+// cache, whether a folder lives in memory, the read-ahead of the block device holding a file
+// (fio runs through os/child_process.h). Linux only; thread safe (no shared state).
 #pragma once
 
 #include <string>
@@ -24,14 +24,5 @@ struct ReadAhead {
   std::string kb = "unknown";
 };
 ReadAhead FindReadAhead(const std::string& path);
-
-// What a program wrote to its standard output (its standard error passes through), and its exit
-// status: -1 when it could not be started (not installed) or did not exit by itself. `argv[0]` is
-// looked up in PATH; no shell. IoError when no pipe can be made.
-struct CommandResult {
-  int status = -1;
-  std::string out;
-};
-CommandResult RunCommand(const std::vector<std::string>& argv);
 
 }  // namespace stoker::bench

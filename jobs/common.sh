@@ -3,8 +3,8 @@
 # shell's part of a training job. It chooses the launcher, holds a signal until the ranks can take
 # it, and runs `scontrol requeue`. Everything else is a program's: `stoker job settings` gives the
 # job's settings and their defaults (its --help lists them), the trainer reads its own from the
-# environment (`stoker settings --program trainer`) and checks them (`--check`, naming the flag and
-# the variable), `stoker job start` checks the time limit and says where the run starts,
+# environment (`stoker settings --program trainer`), `stoker job start` has the trainer check them
+# (naming the flag and the variable), checks the time limit and says where the run starts,
 # `stoker job requeue` decides on a requeue, `stoker job reshard` makes a resharded step.
 
 ((BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] >= 1))) ||
@@ -15,7 +15,8 @@ stoker_settings() {
   local out line
   : "${STOKER_HOME:?STOKER_HOME must name the stoker checkout}"
   : "${STOKER=$STOKER_HOME/build/stoker}"
-  stoker_need_program STOKER "$STOKER"
+  [ -x "$STOKER" ] || stoker_fail "STOKER is not an executable program: $STOKER (set STOKER, or" \
+    "build it)"
   out=$(setsid -w "$STOKER" job settings --launch "$1") ||
     stoker_fail "wrong job setting: stoker job settings said so (above); nothing was launched"
   while IFS= read -r line; do export "${line?}"; done <<< "$out"
@@ -29,10 +30,6 @@ stoker_say() {
 stoker_fail() {
   stoker_say "error: $*"
   exit 2
-}
-
-stoker_need_program() {
-  [ -x "$2" ] || stoker_fail "$1 is not an executable program: $2 (set $1, or build it)"
 }
 
 # stoker_train_command: the trainer's command line, in the array STOKER_CMD, after the launcher's
@@ -50,23 +47,6 @@ stoker_train_command() {
     done
   fi
   STOKER_CMD=("${LAUNCH[@]}" "${forward[@]}" "$STOKER_TRAIN" "${STOKER_ARGS[@]}")
-}
-
-# stoker_check_settings: the trainer checks its settings before the launch (`--check`, one process
-# without MPI, naming each wrong flag and its variable) and prints them as NAME=VALUE; its STEPS
-# become TARGET_STEPS (for `stoker job requeue`).
-stoker_check_settings() {
-  local out rc=0
-  stoker_need_program STOKER_TRAIN "$STOKER_TRAIN"
-  # In a session of its own, as the trainer: a terminal's Ctrl-C reaches this script, not it.
-  out=$(setsid -w "$STOKER_TRAIN" --check "${STOKER_ARGS[@]}") || rc=$?
-  [ "$rc" -le 128 ] || stoker_fail "$STOKER_TRAIN --check was killed (exit $rc)"
-  # shellcheck disable=SC2016  # the quotes are the message's
-  [ "$rc" = 0 ] || stoker_fail "wrong setting: $STOKER_TRAIN --check said so (above, exit" \
-    "$rc${TRAIN_ARGS:+; TRAIN_ARGS='$TRAIN_ARGS' gave flags}); nothing was launched"
-  TARGET_STEPS=$(sed -n 's/^STEPS=//p' <<< "$out")
-  [[ "$TARGET_STEPS" =~ ^[0-9]+$ ]] || stoker_fail "$STOKER_TRAIN --check printed no" \
-    "STEPS=N line (a trainer of one's own prints its settings as stoker-train --check does)"
 }
 
 # Signals (jobs/README.md, "A signal is never lost"). Each job script traps them from its first
@@ -162,16 +142,17 @@ _stoker_wait() {
   done
 }
 
-# stoker_start MODE RANKS [ARGS...]: signals caught, command built on LAUNCH, settings checked,
-# then `stoker job start --mode MODE --ranks RANKS ARGS` (the time limit, where the run starts;
-# exit 2 when the job must not): what every training job does before its launch.
+# stoker_start MODE RANKS [ARGS...]: signals caught, command built on LAUNCH, then `stoker job
+# start --mode MODE --ranks RANKS ARGS -- TRAINER_FLAGS`: the trainer's --check, the time limit,
+# where the run starts (exit 2 when the job must not); its first line is the trainer's STEPS.
 stoker_start() {
   local out rc=0 line
   stoker_catch_signals
   stoker_train_command
-  stoker_check_settings
-  out=$(setsid -w "$STOKER" job start --mode "$1" --ranks "${2:-?}" "${@:3}") || rc=$?
-  while IFS= read -r line; do [ -z "$line" ] || stoker_say "$line"; done <<< "$out"
+  # In a session of its own, as the trainer: a terminal's Ctrl-C reaches this script, not it.
+  out=$(setsid -w "$STOKER" job start --mode "$1" --ranks "${2:-?}" "${@:3}" -- \
+        "${STOKER_ARGS[@]}") || rc=$?
+  { read -r TARGET_STEPS; while IFS= read -r line; do stoker_say "$line"; done; } <<< "$out"
   [ "$rc" = 0 ] || stoker_fail "stoker job start refused the start (above, exit $rc)"
 }
 

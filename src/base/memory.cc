@@ -1,4 +1,4 @@
-#include "stoker/memory.h"
+#include "stoker/program/memory.h"
 
 #include <fmt/format.h>
 #include <sys/resource.h>

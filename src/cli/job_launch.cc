@@ -4,13 +4,18 @@
 //   settings [--launch slurm|mpirun]
 //       the job's settings (job/job_settings.h) from the environment, their defaults filled in,
 //       as NAME=VALUE lines on stdout for the script to export; exit 2 naming each wrong one.
-//   start --mode train|resume [--ranks N] [--limit TEXT [--script FILE]]
-//       the time limit (squeue's %l) against the warning offset (WARNING_SECONDS, SBATCH_SIGNAL
-//       or the script's #SBATCH --signal line), then CHECKPOINT_DIR: where the run starts (made
-//       when it does not exist). Prints the lines the script prints; exit 2 when the job must
-//       not start (a time limit too short, nothing to resume, step folders none complete).
+//   start --mode train|resume [--ranks N] [--limit TEXT [--script FILE]] [-- ARGS...]
+//       the trainer's own check of its settings (STOKER_TRAIN --check ARGS, one process without
+//       MPI), the time limit (squeue's %l) against the warning offset (WARNING_SECONDS,
+//       SBATCH_SIGNAL or the script's #SBATCH --signal line), then CHECKPOINT_DIR: where the
+//       run starts (made when it does not exist). Prints the trainer's last step (its STEPS) on
+//       the first line, then the lines the script prints; exit 2 when the job must not start (a
+//       wrong setting, a time limit too short, nothing to resume, step folders none complete).
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -21,8 +26,10 @@
 #include "base/check.h"
 #include "checkpoint/checkpoint_store.h"
 #include "cli/job_commands.h"
+#include "job/digits.h"
 #include "job/job_settings.h"
 #include "job/slurm_time.h"
+#include "os/child_process.h"
 #include "os/files.h"
 
 namespace stoker::cli {
@@ -64,7 +71,39 @@ struct StartOptions {
   std::string ranks = "?";     // --ranks
   std::string limit;           // --limit
   std::string script;          // --script
+  std::vector<std::string> trainer_args;  // after --: the trainer's flags at the launch
 };
+
+// The trainer checks its own settings (`--check`, naming each wrong flag and its variable, on
+// stderr) and prints them as NAME=VALUE; its STEPS is the run's last step, for the requeue.
+uint64_t CheckTrainerSettings(const StartOptions& o, const job::JobSettings& settings) {
+  const std::string& program = settings.Value("STOKER_TRAIN");
+  std::error_code ec;
+  STOKER_CHECK(fs::is_regular_file(program, ec) && ::access(program.c_str(), X_OK) == 0,
+               ConfigError, "STOKER_TRAIN is not an executable program: {} (set STOKER_TRAIN, or "
+               "build it); nothing was launched", program);
+  std::vector<std::string> argv = {program, "--check"};
+  argv.insert(argv.end(), o.trainer_args.begin(), o.trainer_args.end());
+  const ChildResult check = RunChild(argv);
+  STOKER_CHECK(check.status <= 128, ConfigError, "{} --check was killed (exit {})", program,
+               check.status);
+  const std::string& extra = settings.Value("TRAIN_ARGS");
+  STOKER_CHECK(check.status == 0, ConfigError,
+               "wrong setting: {} --check said so (above, exit {}{}); nothing was launched",
+               program, check.status,
+               extra.empty() ? "" : fmt::format("; TRAIN_ARGS='{}' gave flags", extra));
+  std::optional<uint64_t> steps;
+  for (size_t at = 0; at < check.output.size();) {
+    const size_t end = std::min(check.output.find('\n', at), check.output.size());
+    const std::string_view line = std::string_view(check.output).substr(at, end - at);
+    if (line.starts_with("STEPS=")) steps = job::ParseDigits(line.substr(6));
+    at = end + 1;
+  }
+  STOKER_CHECK(steps.has_value(), ConfigError,
+               "{} --check printed no STEPS=N line (a trainer of one's own prints its settings "
+               "as stoker-train --check does)", program);
+  return *steps;
+}
 
 // The time limit against the warning offset; false when the job must not start.
 bool CheckLimit(const StartOptions& o, const job::JobSettings& settings,
@@ -107,10 +146,13 @@ void CheckCheckpoints(const StartOptions& o, const job::JobSettings& settings,
 
 int Start(const StartOptions& o) {
   const job::JobSettings settings = ReadJobSettings(job::Launch::kSlurm);
+  const uint64_t steps = CheckTrainerSettings(o, settings);
   std::vector<std::string> lines;
   const bool fits = CheckLimit(o, settings, &lines);
   if (fits) CheckCheckpoints(o, settings, &lines);
-  for (const std::string& line : lines) std::printf("%s\n", line.c_str());
+  std::string out = fmt::format("{}\n", steps);
+  for (const std::string& line : lines) out += line + "\n";
+  std::fputs(out.c_str(), stdout);
   return fits ? 0 : 2;
 }
 
@@ -138,11 +180,15 @@ JobCommand AddJobSettings(CLI::App* job) {
 JobCommand AddJobStart(CLI::App* job) {
   auto o = std::make_shared<StartOptions>();
   CLI::App* sub = job->add_subcommand(
-      "start", "Check the time limit and CHECKPOINT_DIR before the launch; say where it starts");
+      "start",
+      "Check the trainer's settings, the time limit and CHECKPOINT_DIR before the launch; say "
+      "where it starts");
   sub->footer(
-      "Reads the job's settings as stoker job settings does (CHECKPOINT_DIR, TRAINER_FILES, "
-      "WARNING_SECONDS, ...) and SBATCH_SIGNAL from the environment. Prints the lines the script "
-      "prints. Exit 2 when the job must not start: a "
+      "Reads the job's settings as stoker job settings does (STOKER_TRAIN, CHECKPOINT_DIR, "
+      "TRAINER_FILES, WARNING_SECONDS, ...) and SBATCH_SIGNAL from the environment, then runs "
+      "STOKER_TRAIN --check ARGS (the flags after --, those the launch gives the trainer): the "
+      "trainer names each wrong setting. Prints the trainer's STEPS on the first line, then the "
+      "lines the script prints. Exit 2 when the job must not start: a wrong setting, a "
       "time limit at or below the warning offset (Slurm would warn at once, every run, and the "
       "job requeue itself for ever), --mode resume without a complete step folder, or step "
       "folders of which none is complete (a fresh start would repeat every token trained on).");
@@ -155,6 +201,9 @@ JobCommand AddJobStart(CLI::App* job) {
   sub->add_option("--script", o->script,
                   "The batch script, whose #SBATCH --signal line gives the warning offset when "
                   "neither WARNING_SECONDS nor SBATCH_SIGNAL does");
+  sub->add_option("args", o->trainer_args,
+                  "After --: the trainer's flags, as the launch will give them (the rest of its "
+                  "settings come from the environment)");
   return {sub, [o] { return Start(*o); }};
 }
 

@@ -37,7 +37,7 @@
 #include "checkpoint/corpus_record_file.h"
 #include "checkpoint/interrupted_steps.h"
 #include "cli/commands.h"
-#include "stoker/memory.h"
+#include "stoker/program/memory.h"
 
 namespace stoker::cli {
 

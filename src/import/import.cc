@@ -15,7 +15,7 @@
 #include "import/megatron_input.h"
 #include "import/token_file_input.h"
 #include "os/files.h"
-#include "stoker/memory.h"
+#include "stoker/program/memory.h"
 #include "tokens/token_type.h"
 
 namespace stoker {

@@ -7,7 +7,7 @@
 
 #include "base/check.h"
 #include "os/files.h"
-#include "stoker/memory.h"
+#include "stoker/program/memory.h"
 
 namespace stoker {
 

@@ -11,7 +11,7 @@
 #include "loader/shared_settings.h"
 #include "os/read_queue.h"
 #include "shard/discovery.h"
-#include "stoker/memory.h"
+#include "stoker/program/memory.h"
 
 namespace stoker {
 

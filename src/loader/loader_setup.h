@@ -44,8 +44,8 @@ uint32_t RankIoDepth(const LoaderConfig& config, uint64_t ranks_on_node);
 uint64_t BatchesBeingRead(const LoaderConfig& config);
 
 // Whether token reads bypass the page cache (LoaderConfig::direct_io): kAuto when the corpus's
-// files hold more bytes than this process may use (stoker/memory.h), so that the page cache could
-// not keep them.
+// files hold more bytes than this process may use (stoker/program/memory.h), so that the page
+// cache could not keep them.
 bool ReadsDirect(const LoaderConfig& config, const CorpusTable& table);
 
 // The weight schedule `config` asks for (weight_schedule, else `weights` from step 0 on) over

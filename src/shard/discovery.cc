@@ -6,7 +6,7 @@
 #include "base/check.h"
 #include "h5/h5.h"
 #include "shard/corpus_listing.h"
-#include "stoker/fingerprint.h"
+#include "stoker/program/fingerprint.h"
 #include "tokens/token_type.h"
 
 namespace stoker {

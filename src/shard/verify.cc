@@ -14,7 +14,7 @@
 #include "base/text_table.h"
 #include "shard/discovery.h"
 #include "shard/shard_reader.h"
-#include "stoker/memory.h"
+#include "stoker/program/memory.h"
 #include "tokens/token_type.h"
 
 namespace stoker {

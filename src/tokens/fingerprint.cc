@@ -1,4 +1,4 @@
-#include "stoker/fingerprint.h"
+#include "stoker/program/fingerprint.h"
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t by value
 #include <xxhash.h>

@@ -10,7 +10,7 @@
 
 #include "base/bytes.h"
 #include "base/check.h"
-#include "stoker/memory.h"
+#include "stoker/program/memory.h"
 #include "tokens/byte_tokenizer.h"
 #include "tools/jsonl_doc.h"
 #include "tools/pack_sink.h"

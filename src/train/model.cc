@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "stoker/memory.h"
+#include "stoker/program/memory.h"
 
 namespace stoker::train {
 

@@ -25,7 +25,7 @@ struct ModelShape {
 };
 
 // Every problem of `shape` trained on batches of `batch` sequences, one line each: sizes below
-// 1, and more memory than a rank among `ranks_on_node` may use (stoker/memory.h; checked
+// 1, and more memory than a rank among `ranks_on_node` may use (stoker/program/memory.h; checked
 // before anything is allocated, so that a typo in --dim is an error, not std::bad_alloc).
 std::vector<std::string> ShapeProblems(const ModelShape& shape, uint64_t batch,
                                        uint64_t ranks_on_node);

@@ -8,7 +8,7 @@
 #include "stoker/checkpoint.h"
 #include "stoker/collective.h"
 #include "stoker/error.h"
-#include "stoker/fingerprint.h"
+#include "stoker/program/fingerprint.h"
 
 namespace stoker::train {
 

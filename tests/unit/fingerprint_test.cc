@@ -1,5 +1,5 @@
-// Content fingerprints (stoker/fingerprint.h).
-#include "stoker/fingerprint.h"
+// Content fingerprints (stoker/program/fingerprint.h).
+#include "stoker/program/fingerprint.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,7 @@
 // Fingerprinter: a 128-bit content hash (XXH3) over a sequence of typed fields, printed as 32 hex
 // digits. The corpus fingerprint tells "the same corpus" from "another corpus" without reading
-// any tokens; the example trainer checksums its model with it. Not cryptographic. Pure.
+// any tokens; the example trainer checksums its model with it. Not cryptographic. Pure. Part of
+// stoker::program's headers, implemented in src/tokens (the library's corpus fingerprint).
 #pragma once
 
 #include <cstdint>

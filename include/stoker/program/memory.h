@@ -2,7 +2,8 @@
 // configuration whose buffers cannot fit is refused with the figures, instead of ending in
 // std::bad_alloc (or the kernel's OOM killer) after the job has started.
 //
-// Thread safe (reads files and limits, keeps no state).
+// Thread safe (reads files and limits, keeps no state). Part of stoker::program's headers,
+// implemented in src/base (the library checks its own buffers with it).
 #pragma once
 
 #include <cstdint>
