@@ -11,3 +11,8 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 # The cores this process may use, for make -j and ctest -j: GNU nproc obeys OMP_NUM_THREADS, so
 # after the line above a plain $(nproc) says 1 and would build and test one job at a time.
 stoker_cores() { env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc; }
+# New build folders use Ninja when it is installed (scripts/setup.sh installs it); a folder
+# already configured keeps the generator it has.
+if [ -z "${CMAKE_GENERATOR:-}" ] && command -v ninja > /dev/null; then
+  export CMAKE_GENERATOR=Ninja
+fi

@@ -9,6 +9,9 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
+  # Ninja builds in the order of the dependency graph and logs what each file cost
+  # (build/.ninja_log); ccache keeps every build folder from compiling a file twice.
+  ninja-build ccache
   libopenmpi-dev openmpi-bin
   libhdf5-openmpi-dev hdf5-tools
   libtorch-dev
