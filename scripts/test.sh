@@ -2,19 +2,39 @@
 # Set up, build, and run every test: unit tests, MPI tests at 1, 2 and 4 ranks, and the
 # command-line tests; then the same tests under sanitizers in their own build folders
 # (scripts/sanitize.sh: AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/,
-# ThreadSanitizer on the threaded parts in build-tsan/; see the README, "Sanitizers").
-# Extra arguments go to ctest (for example -R mpi.verify) and make it a filtered run, which skips
-# the sanitizer stages; so does STOKER_SANITIZERS=0.
+# ThreadSanitizer on the threaded parts in build-tsan/; see the README, "Sanitizers"), and a
+# bounded fuzzing run.
+#   scripts/test.sh                  everything (what CI runs)
+#   scripts/test.sh --quick          builds what changed and runs the quick tier only (ctest -L
+#                                    quick: unit tests, MPI tests at 2 ranks, one CLI chain, one
+#                                    Python run; a few minutes), no sanitizers
+#   scripts/test.sh [--quick] ARGS   ARGS go to ctest (for example -R mpi.verify) and make it a
+#                                    filtered run, which skips the sanitizer stages; so does
+#                                    STOKER_SANITIZERS=0
+# Each stage prints what it took ("test: STAGE took N s").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh --slurm
-scripts/build.sh
+ctest_args=()
+if [ "${1:-}" = --quick ]; then
+  ctest_args=(-L quick)
+  shift
+fi
+stage() {  # stage NAME COMMAND...: runs COMMAND and prints how long it took
+  local name=$1 start=$SECONDS status=0
+  shift
+  "$@" || status=$?
+  echo "test: $name took $((SECONDS - start)) s (exit status $status)"
+  return "$status"
+}
+stage setup scripts/setup.sh --slurm
+stage build scripts/build.sh
 source scripts/env.sh
-ctest --test-dir "${STOKER_BUILD_DIR:-build}" --output-on-failure -j "$(stoker_cores)" "$@"
-if [ $# -eq 0 ] && [ "${STOKER_SANITIZERS:-1}" != 0 ]; then
-  scripts/sanitize.sh address,undefined
-  scripts/sanitize.sh thread
-  # libFuzzer (clang): every parser stoker owns, 10 s each here (a smoke run within the CI's
-  # 50 minutes; FUZZ_SECONDS=600 scripts/fuzz.sh for a real search), then the regressions.
-  FUZZ_SECONDS=${FUZZ_SECONDS:-10} scripts/fuzz.sh
+stage ctest ctest --test-dir "${STOKER_BUILD_DIR:-build}" --output-on-failure -j "$(stoker_cores)" \
+  "${ctest_args[@]}" "$@"
+if [ $# -eq 0 ] && [ ${#ctest_args[@]} -eq 0 ] && [ "${STOKER_SANITIZERS:-1}" != 0 ]; then
+  stage asan scripts/sanitize.sh address,undefined
+  stage tsan scripts/sanitize.sh thread
+  # libFuzzer (clang): every parser stoker owns, 10 s each here (a smoke run; FUZZ_SECONDS=600
+  # scripts/fuzz.sh for a real search), then the regressions.
+  stage fuzz env FUZZ_SECONDS="${FUZZ_SECONDS:-10}" scripts/fuzz.sh
 fi
