@@ -2,9 +2,10 @@
 # The job scripts of jobs/ on a real single-node Slurm (tests/slurm/cluster.sh), end to end with
 # the example trainer, on a small byte-tokenized corpus of three datasets. One training history
 # across seven runs, all tracing into one folder:
-#   1. jobs/slurm/train.sbatch on 4 tasks (mpirun). Once a complete step folder exists,
-#      `scancel --batch --signal=USR1`: the trainer stops and saves step N, the job requeues
-#      itself, runs again (restart count 1), resumes from step N on 4 ranks and reaches STEPS.
+#   1. jobs/slurm/train.sbatch on 4 tasks (mpirun). Once the script is launching the trainer,
+#      `scancel --batch --signal=USR1`: the script holds it until the ranks are ready, the
+#      trainer stops and saves step N, the job requeues itself, runs again (restart count 1),
+#      resumes from step N on 4 ranks and reaches STEPS.
 #   2. jobs/slurm/resume.sbatch with an empty checkpoint folder: refused (exit 2), nothing run.
 #   3. jobs/slurm/resume.sbatch on 2 tasks: resumed from the step of 1 "saved on 4 ranks, now 2".
 #   4. jobs/slurm/reshard.sbatch (1 task) of the newest step to 3 ranks: a complete step folder
@@ -14,6 +15,9 @@
 #      signalled with USR1 too: srun forwards it, the trainer saves and stops, no requeue.
 #   7. jobs/mpirun/train.sh on 2 ranks goes on 10 more steps, its figures also in RESULT_FILE;
 #      jobs/mpirun/reshard.sh refuses WORLD_SIZE=0 (exit 2).
+# The figures of a run that has a job output file of its own are read from its --result file
+# (RESULT_FILE), which no log line can break into; the two runs of the requeued job 1 share
+# theirs, so that job's are read from its output file.
 # Then `stoker audit --data` of the whole trace history: clean (no token lost or repeated across
 # the 4 -> 4 -> 2 -> 3 -> 2 -> 2 rank counts), its runs the six started, to the last step.
 # Environment: STOKER, STOKER_TRAIN (the programs), MPIRUN (mpirun with its flags).
@@ -46,18 +50,27 @@ export STOKER STOKER_TRAIN MPIRUN CORPUS=$corpus TRACE_DIR=$work/trace SEQ_LEN=6
 export SAVE_EVERY=5 WEIGHTS=licenses=1,headers=2,copyright=1 SEED=3
 export TRAIN_ARGS="--dim 64 --layers 1 --heads 4 --log-every 5"
 ckpt=$work/ckpt
+# The bounds of the waits below (slurm_poll, wait_job, slurm_wait_done) are 5 to 10 times what
+# each takes on a quiet machine (the ok lines say): they only make a job that hangs fail with a
+# message naming it before CTest's limit for the whole script.
 
 # --- 1. train.sbatch on 4 tasks, preempted with USR1, requeued, resumed to the end. ---
+# The signal goes once the script says it is running the trainer (it is launching: a signal is
+# held from then on, not taken as one before the launch). The script passes it on within 0.2 s
+# of the ranks' ready file, which they make before they build the loader and the model: the
+# trainer stops within its first steps, far from its 60th, without racing a save.
 t=$SECONDS
-steps1=60  # room for the signal to land before the end
+steps1=60
 id=$(slurm_submit STEPS=$steps1 CHECKPOINT_DIR="$ckpt" -n 4 -o "$work/train-%j.out" \
      "$repo/jobs/slurm/train.sbatch")
 out=$work/train-$id.out
-preempt_after "$id" "$ckpt" 0 "$out" "train.sbatch"
+slurm_poll 120 "job $id to launch the trainer" grep -q "running: " "$out" ||
+  { cat "$out" >&2 || true; fail "train.sbatch launched no trainer"; }
+scancel --batch --signal=USR1 "$id"
 slurm_poll 90 "job $id to be requeued" requeued_or_ended "$id" || true
 [ "$(slurm_field "$id" Restarts)" = 1 ] ||
   { cat "$out" >&2; fail "job $id was not requeued after SIGUSR1"; }
-wait_job "$id" 150 "train.sbatch"
+wait_job "$id" 300 "train.sbatch"
 [ "$(json_lines "$out")" = 2 ] || { cat "$out" >&2; fail "train.sbatch: not two runs in $out"; }
 stop=$(run_field "$out" 0 end_step)
 expect "$out" 0 stopped_early true "train.sbatch, first run"
@@ -93,15 +106,16 @@ ok "resume.sbatch with no checkpoint: refused, exit 2, nothing launched ($((SECO
 # --- 3. resume.sbatch on 2 tasks: the loader rescales 4 -> 2. ---
 t=$SECONDS
 steps3=75
-id=$(slurm_submit STEPS=$steps3 CHECKPOINT_DIR="$ckpt" -n 2 -o "$work/resume-%j.out" \
-     "$repo/jobs/slurm/resume.sbatch")
+result=$work/resume-result.json
+id=$(slurm_submit STEPS=$steps3 CHECKPOINT_DIR="$ckpt" RESULT_FILE="$result" -n 2 \
+     -o "$work/resume-%j.out" "$repo/jobs/slurm/resume.sbatch")
 out=$work/resume-$id.out
 wait_job "$id" 120 "resume.sbatch"
 expect_log "$out" "train: resumed from $ckpt/step-$steps1 (saved on 4 ranks, now 2)" "resume.sbatch"
-expect "$out" 0 start_step "$steps1" "resume.sbatch"
-expect "$out" 0 end_step "$steps3" "resume.sbatch"
-expect "$out" 0 ranks 2 "resume.sbatch"
-expect "$out" 0 saved_world 4 "resume.sbatch"
+expect "$result" 0 start_step "$steps1" "resume.sbatch"
+expect "$result" 0 end_step "$steps3" "resume.sbatch"
+expect "$result" 0 ranks 2 "resume.sbatch"
+expect "$result" 0 saved_world 4 "resume.sbatch"
 ok "resume.sbatch, 2 tasks: resumed step-$steps1 saved on 4 ranks, to $steps3 ($((SECONDS - t)) s)"
 
 # --- 4. reshard.sbatch: the newest step for 3 ranks, a complete trainer checkpoint. ---
@@ -156,19 +170,20 @@ ok "jobs/mpirun/resume.sh, 3 ranks: resumed the resharded step-$steps3 to $steps
 # --- 6. train.sbatch with LAUNCHER=srun, signalled, REQUEUE=0: saves and ends. ---
 t=$SECONDS
 steps6=1000  # far: the signal must stop it
-id=$(slurm_submit LAUNCHER=srun REQUEUE=0 STEPS=$steps6 CHECKPOINT_DIR="$resharded" -n 2 \
-     -o "$work/srun-%j.out" "$repo/jobs/slurm/train.sbatch")
+result=$work/srun-result.json
+id=$(slurm_submit LAUNCHER=srun REQUEUE=0 STEPS=$steps6 CHECKPOINT_DIR="$resharded" \
+     RESULT_FILE="$result" -n 2 -o "$work/srun-%j.out" "$repo/jobs/slurm/train.sbatch")
 out=$work/srun-$id.out
 preempt_after "$id" "$resharded" "$steps5" "$out" "train.sbatch with srun"
-wait_job "$id" 90 "train.sbatch with LAUNCHER=srun"
-stop6=$(run_field "$out" 0 end_step)
+wait_job "$id" 180 "train.sbatch with LAUNCHER=srun"
+stop6=$(run_field "$result" 0 end_step)
 expect_log "$out" "running: srun --export=ALL --mpi=pmix" "train.sbatch with LAUNCHER=srun"
 expect_log "$out" "train: resumed from $resharded/step-$steps5 (saved on 3 ranks, now 2)" \
   "train.sbatch with LAUNCHER=srun"
 expect_log "$out" "train: stopping at step $stop6 on signal; saved $resharded/step-$stop6" \
   "train.sbatch with LAUNCHER=srun"
-expect "$out" 0 stopped_early true "train.sbatch with LAUNCHER=srun"
-expect "$out" 0 ranks 2 "train.sbatch with LAUNCHER=srun"
+expect "$result" 0 stopped_early true "train.sbatch with LAUNCHER=srun"
+expect "$result" 0 ranks 2 "train.sbatch with LAUNCHER=srun"
 [ "$(slurm_field "$id" Restarts)" = 0 ] && [ "$(json_lines "$out")" = 1 ] ||
   fail "train.sbatch with REQUEUE=0 was requeued"
 ok "train.sbatch, LAUNCHER=srun, 2 tasks: resumed step-$steps5 of 3 ranks; USR1 reached the" \
