@@ -99,7 +99,7 @@ running() {
 kill_run() {
   local pids i
   kill -9 "$group" 2> /dev/null || true
-  for ((i = 0; i < 100; ++i)); do
+  for ((i = 0; i < 600; ++i)); do  # 30 s: SIGKILL takes milliseconds; a bound for the message
     mapfile -t pids < <(running)
     [ "${#pids[@]}" != 0 ] || break
     kill -9 "${pids[@]}" 2> /dev/null || true

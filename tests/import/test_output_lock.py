@@ -1,7 +1,8 @@
 """One import at a time into a dataset folder DIR/NAME, with real processes under mpirun.
 
-Import A is slowed down by the I/O seam (STOKER_FAULTS delays its reads of the input) so that
-it is still running while the test starts import B into the same DIR/NAME: B is refused on
+Import A is slowed down by the I/O seam (STOKER_FAULTS delays its reads of the input) and then
+held (SIGSTOP, its lock kept) so that it is still running, however long they take, while the
+test runs import B into the same DIR/NAME: B is refused on
 every rank, once, naming A's host and the pid of A's rank 0, and touches nothing (A's staging
 folder stays); A then ends with its whole dataset. An import killed with SIGKILL mid-import
 leaves its staging folder behind; `stoker import --remove-leftovers DIR/NAME` removes it, naming
@@ -84,6 +85,15 @@ def wait_for(condition, what: str, log=None) -> None:
         time.sleep(0.05)
 
 
+def signal_job(job, number: int) -> None:
+    """Signal `number` to mpirun, then to every process below it."""
+    for pid in [job.pid, *children(job.pid)]:
+        try:
+            os.kill(pid, number)
+        except ProcessLookupError:
+            pass
+
+
 def kill_job(job) -> None:
     """SIGKILL to mpirun and every process below it, as a node failure or `scancel -s KILL`."""
     for pid in [*children(job.pid), job.pid]:
@@ -114,6 +124,9 @@ def test_second_import_is_refused_naming_the_first(run, stoker, mpirun, tmp_path
     try:
         wait_for(staging.exists, "import A's staging folder", tmp_path / "a.log")
         holder = f"host {socket.gethostname()}, pid {rank_zero(a.pid)}"
+        # A cannot end while B runs three times, on a machine however busy: held, not raced.
+        # (Its reads, 12 s late, only make sure that it is still at work here.)
+        signal_job(a, signal.SIGSTOP)
         for extra in [[], ["--force"]]:
             rc, output = run("import", "megatron", tmp_path / "b", "--eod-id", EOD, "--out", out,
                              *extra, ranks=2)
@@ -124,7 +137,8 @@ def test_second_import_is_refused_naming_the_first(run, stoker, mpirun, tmp_path
         rc, output = run("import", "--remove-leftovers", out, ranks=2)
         assert rc == 1 and holder in output, f"--remove-leftovers during A:\n{output}"
         assert staging.is_dir(), f"--remove-leftovers removed A's staging folder:\n{output}"
-        assert a.poll() is None, "A ended before B was refused: slow it down more"
+        assert a.poll() is None, "A ended before B was refused"
+        signal_job(a, signal.SIGCONT)
         assert a.wait(timeout=WAIT) == 0, open(tmp_path / "a.log").read()
     finally:
         if a.poll() is None:

@@ -67,7 +67,9 @@ def test_ctrl_c_during_a_stalled_next_arrives_and_loses_no_batch(corpus, tmp_pat
                 break
             waiting = words[0] == "next" and sent is None
         assert sent is not None and words, f"no stalled next() seen: {process.stderr.read()}"
-        assert at - sent < 1.0, f"Ctrl-C arrived {at - sent:.1f} s after it was sent"
+        # It takes milliseconds; the stalled read has 4.5 s to go when the signal is sent, so
+        # within 3 s it came through the stall, not after it, however loaded the machine.
+        assert at - sent < 3.0, f"Ctrl-C arrived {at - sent:.1f} s after it was sent"
         saved = arrived.get(timeout=30)[1]
         resumed = arrived.get(timeout=60)[1]
     finally:
