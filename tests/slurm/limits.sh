@@ -8,8 +8,9 @@
 #      ever: with IDLE_REQUEUES=1, the first SIGUSR1 (during the trainer's settings check, so
 #      before the launch: nothing is started or saved) requeues the job; the second, on the rerun,
 #      finds no newer complete step and ends the job (exit 1), saying why. The trainer here is
-#      stoker-train behind a script that makes its --check take 4 s, as a slow file system or a
-#      Python trainer's imports would, so that the signal lands before the launch each time.
+#      stoker-train behind a script whose --check, as a slow file system or a Python trainer's
+#      imports would, waits until the test has sent the signal, then 4 s more for Slurm to
+#      deliver it, so that it lands before the launch each time.
 # Environment: STOKER, STOKER_TRAIN (the programs), MPIRUN (mpirun with its flags).
 # Exit 77 (skipped) when a single-node Slurm cannot run here (cluster.sh says why).
 set -euo pipefail
@@ -57,9 +58,16 @@ expect_log "$work/short-$id.out" "at or below the warning offset of 900 s" "WARN
 echo "ok: --time=10:00 with WARNING_SECONDS=900 refused at start"
 
 # --- 2. Warnings that come before every save: requeued once, then stopped. ---
+# The check waits for $work/signalled (made once scancel has sent the run's USR1; 60 s at most,
+# against about 1 s on a quiet machine); then 4 s stand for slurmctld passing the signal to
+# slurmd and slurmd to the script, which takes milliseconds and cannot be seen from here.
 cat > "$work/slow-check-train" <<EOS
 #!/bin/bash
-case " \$* " in *" --check "*) sleep 4 ;; esac
+case " \$* " in *" --check "*)
+  for ((i = 0; i < 1200; ++i)); do [ -e "$work/signalled" ] && break; sleep 0.05; done
+  rm -f "$work/signalled"
+  sleep 4 ;;
+esac
 exec "$STOKER_TRAIN" "\$@"
 EOS
 chmod +x "$work/slow-check-train"
@@ -72,6 +80,7 @@ signal_in_check() {
     bash -c "[ \$(grep -c 'restart count' '$out' 2> /dev/null) -ge $1 ]" ||
     { cat "$out" >&2; fail "run $1 of job $id did not start"; }
   scancel --batch --signal=USR1 "$id"
+  touch "$work/signalled"
 }
 signal_in_check 1
 slurm_poll 60 "job $id to be requeued" bash -c "[ \"\$(scontrol show job -o $id | grep -o 'Restarts=[0-9]*')\" = Restarts=1 ]" ||
