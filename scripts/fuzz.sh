@@ -7,7 +7,7 @@
 #   scripts/fuzz.sh                         every target, FUZZ_SECONDS each
 #   FUZZ_SECONDS=600 scripts/fuzz.sh trace  one target, longer
 # Environment: FUZZ_SECONDS (default 20) per target; FUZZ_BUILD_DIR (default
-# STOKER_ASAN_BUILD_DIR, or build-asan); FUZZ_JOBS (make -j, default the cores). Inputs the
+# STOKER_ASAN_BUILD_DIR, or build-asan); FUZZ_JOBS (build jobs, default the cores). Inputs the
 # fuzzer finds go to BUILD/fuzz-corpus/<target>/ (kept between runs, not in the repository); a
 # crashing input goes to BUILD/fuzz-artifacts/<target>/: fix the parser, then copy the input to
 # tests/fuzz/regressions/<target>/ (tests/unit/fuzz_regressions_test.cc replays it too).
@@ -30,9 +30,11 @@ start=$SECONDS
 source scripts/env.sh
 source scripts/sanitizer_build.sh
 sanitizer_configure address,undefined "$build"
-if ! make -C "$build" -j "${FUZZ_JOBS:-$(stoker_cores)}" "${targets[@]/%/_fuzz}" \
-     > "$build/fuzz-make.log" 2>&1; then
-  tail -50 "$build/fuzz-make.log" >&2
+build_targets=()
+for t in "${targets[@]}"; do build_targets+=(--target "${t}_fuzz"); done
+if ! cmake --build "$build" -j "${FUZZ_JOBS:-$(stoker_cores)}" "${build_targets[@]}" \
+     > "$build/fuzz-build.log" 2>&1; then
+  tail -50 "$build/fuzz-build.log" >&2
   echo "fuzz: building the fuzz targets failed" >&2
   exit 1
 fi
