@@ -64,26 +64,20 @@ case "$kind" in
   *) echo "sanitize: unknown configuration '$kind' (address,undefined or thread)" >&2; exit 2 ;;
 esac
 
-stage() {  # stage NAME COMMAND...: runs COMMAND, prints how long it took, returns its status
-  local name=$1 start=$SECONDS status=0
-  shift
-  "$@" || status=$?
-  echo "sanitize[$kind]: $name took $((SECONDS - start)) s (exit status $status)"
-  return "$status"
-}
-
 source scripts/env.sh
 source scripts/sanitizer_build.sh
-stage configure sanitizer_configure "$kind" "$build_dir"
+stoker_stage "sanitize[$kind]: configure" sanitizer_configure "$kind" "$build_dir"
 mapfile -t mpi_targets < <(cmake --build "$build_dir" --target help |
                            grep -oE "\b${mpi_pattern}\b" | sort -u)
 targets=()
 for t in "${fixed_targets[@]}" "${mpi_targets[@]}"; do targets+=(--target "$t"); done
-stage build cmake --build "$build_dir" -j "$(stoker_cores)" "${targets[@]}"
+stoker_stage "sanitize[$kind]: build" \
+  cmake --build "$build_dir" -j "$(stoker_cores)" "${targets[@]}"
 
 # The sanitizer options for the unit tests (the MPI and CLI tests get the same from CTest's
 # STOKER_TEST_ENV, see tests/CMakeLists.txt).
 while IFS= read -r assignment; do
   export "${assignment?}"
 done < <(sed -n 's/^STOKER_SANITIZER_ENV:INTERNAL=//p' "$build_dir/CMakeCache.txt" | tr ';' '\n')
-stage test ctest --test-dir "$build_dir" --output-on-failure -j 2 -R "$tests" -E "$exclude" "$@"
+stoker_stage "sanitize[$kind]: test" \
+  ctest --test-dir "$build_dir" --output-on-failure -j 2 -R "$tests" -E "$exclude" "$@"

@@ -14,27 +14,20 @@
 # Each stage prints what it took ("test: STAGE took N s").
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/env.sh
 ctest_args=()
 if [ "${1:-}" = --quick ]; then
   ctest_args=(-L quick)
   shift
 fi
-stage() {  # stage NAME COMMAND...: runs COMMAND and prints how long it took
-  local name=$1 start=$SECONDS status=0
-  shift
-  "$@" || status=$?
-  echo "test: $name took $((SECONDS - start)) s (exit status $status)"
-  return "$status"
-}
-stage setup scripts/setup.sh --slurm
-stage build scripts/build.sh
-source scripts/env.sh
-stage ctest ctest --test-dir "${STOKER_BUILD_DIR:-build}" --output-on-failure -j "$(stoker_cores)" \
-  "${ctest_args[@]}" "$@"
+stoker_stage "test: setup" scripts/setup.sh --slurm
+stoker_stage "test: build" scripts/build.sh
+stoker_stage "test: ctest" ctest --test-dir "${STOKER_BUILD_DIR:-build}" --output-on-failure \
+  -j "$(stoker_cores)" "${ctest_args[@]}" "$@"
 if [ $# -eq 0 ] && [ ${#ctest_args[@]} -eq 0 ] && [ "${STOKER_SANITIZERS:-1}" != 0 ]; then
-  stage asan scripts/sanitize.sh address,undefined
-  stage tsan scripts/sanitize.sh thread
+  stoker_stage "test: asan" scripts/sanitize.sh address,undefined
+  stoker_stage "test: tsan" scripts/sanitize.sh thread
   # libFuzzer (clang): every parser stoker owns, 10 s each here (a smoke run; FUZZ_SECONDS=600
   # scripts/fuzz.sh for a real search), then the regressions.
-  stage fuzz env FUZZ_SECONDS="${FUZZ_SECONDS:-10}" scripts/fuzz.sh
+  stoker_stage "test: fuzz" env FUZZ_SECONDS="${FUZZ_SECONDS:-10}" scripts/fuzz.sh
 fi
