@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "tokens/token_type.h"
 
 namespace stoker::cli {
 
@@ -21,9 +22,7 @@ namespace {
 // "uint8" ... "int64", as docs/format.md names them.
 std::map<std::string, TokenType> TypeNames() {
   std::map<std::string, TokenType> names;
-  for (int t = 0; t <= static_cast<int>(TokenType::kInt64); ++t) {
-    names.emplace(TokenTypeName(static_cast<TokenType>(t)), static_cast<TokenType>(t));
-  }
+  for (TokenType type : kAllTokenTypes) names.emplace(TokenTypeName(type), type);
   return names;
 }
 

@@ -3,6 +3,7 @@
 // compiler vectorizes. Pure: no I/O, no MPI, safe from any thread.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -14,6 +15,11 @@
 #include "stoker/token_type.h"
 
 namespace stoker {
+
+// Every token type, narrowest first.
+inline constexpr std::array<TokenType, 8> kAllTokenTypes = {
+    TokenType::kUint8,  TokenType::kInt8,  TokenType::kUint16, TokenType::kInt16,
+    TokenType::kUint32, TokenType::kInt32, TokenType::kUint64, TokenType::kInt64};
 
 // The largest token id stoker stores or reads: readers widen ids to int64.
 inline constexpr uint64_t kMaxTokenId = (uint64_t{1} << 63) - 1;

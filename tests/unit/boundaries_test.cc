@@ -140,20 +140,20 @@ TEST(Boundaries, PiecesThatDoNotCoverTheRowsAreRefused) {
 TEST(Boundaries, RestsOfDocumentsWithinRowsAfterARescale) {
   const FakeCorpus corpus = FakeCorpus::Make({300, 200}, 12, 40);
   const std::vector<double> weights = {1, 1};
-  constexpr uint64_t kShards = 12, kRow = 23, kRows = 4;
+  constexpr uint64_t kPlannedShards = 12, kRow = 23, kRows = 4;
   std::vector<RescalePart> parts;
   for (uint64_t rank = 0; rank < 3; ++rank) {
-    RowPlanner planner(ConfigFor(corpus, weights, kShards, 3, rank, kRow),
-                       InitialRankState(2, kShards, 3, rank), corpus.Locator());
+    RowPlanner planner(ConfigFor(corpus, weights, kPlannedShards, 3, rank, kRow),
+                       InitialRankState(2, kPlannedShards, 3, rank), corpus.Locator());
     std::vector<Segment> row;
     for (uint64_t r = 0; r < 7 + rank; ++r) planner.NextRow(&row);
-    for (RescalePart& part : SplitState(planner.state(), rank, kShards, 1)) {
+    for (RescalePart& part : SplitState(planner.state(), rank, kPlannedShards, 1)) {
       parts.push_back(std::move(part));
     }
   }
-  const RankState state = AssembleState(parts, 2, kShards, 1, 0);
+  const RankState state = AssembleState(parts, 2, kPlannedShards, 1, 0);
   ASSERT_GE(state.unfinished.size(), 2u) << "documents three ranks left unfinished";
-  RowPlanner planner(ConfigFor(corpus, weights, kShards, 1, 0, kRow), state, corpus.Locator());
+  RowPlanner planner(ConfigFor(corpus, weights, kPlannedShards, 1, 0, kRow), state, corpus.Locator());
   const Planned planned = Plan(planner, kRows);
   EXPECT_TRUE(std::any_of(planned.pieces.begin(), planned.pieces.end(), [](const DocPiece& p) {
     return p.row_offset > 0 && p.first > 0;

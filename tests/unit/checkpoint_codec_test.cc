@@ -21,12 +21,12 @@ namespace {
 using testing::ConfigFor;
 using testing::FakeCorpus;
 
-constexpr uint64_t kShards = 61;
+constexpr uint64_t kCodecShards = 61;
 
 // Rank 1 of 2 after `rows` rows, weights 3:1: cursors moved, documents cut, counters counted.
 RankState StateAfterRows(const FakeCorpus& corpus, int rows) {
-  const PlannerConfig config = ConfigFor(corpus, {3, 1}, kShards, 2, 1);
-  RowPlanner planner(config, InitialRankState(2, kShards, 2, 1), corpus.Locator());
+  const PlannerConfig config = ConfigFor(corpus, {3, 1}, kCodecShards, 2, 1);
+  RowPlanner planner(config, InitialRankState(2, kCodecShards, 2, 1), corpus.Locator());
   std::vector<Segment> row;
   for (int i = 0; i < rows; ++i) planner.NextRow(&row);
   planner.EndBatch();
@@ -38,7 +38,7 @@ RankCheckpoint SomeCheckpoint() {
   RankCheckpoint c;
   c.identity = {.corpus_fingerprint = "0123456789abcdef0123456789abcdef",
                 .seed = 5,
-                .logical_shards = kShards,
+                .logical_shards = kCodecShards,
                 .seq_len = 96,
                 .eos_id = 1000,
                 .bos_id = 1001,

@@ -17,13 +17,13 @@ namespace {
 
 using testing::TempDir;
 
-constexpr uint64_t kShards = 12;
+constexpr uint64_t kLogicalShards = 12;
 
 RankCheckpoint RankFile(uint64_t rank, uint64_t world) {
   RankCheckpoint c;
   c.identity = {.corpus_fingerprint = "00112233445566778899aabbccddeeff",
                 .seed = 3,
-                .logical_shards = kShards,
+                .logical_shards = kLogicalShards,
                 .seq_len = 64,
                 .eos_id = 9,
                 .datasets = {"a", "b"}};
@@ -31,7 +31,7 @@ RankCheckpoint RankFile(uint64_t rank, uint64_t world) {
   c.schedule = MixSchedule::Constant(c.weights);
   c.world = world;
   c.rank = rank;
-  c.state = InitialRankState(2, kShards, world, rank);
+  c.state = InitialRankState(2, kLogicalShards, world, rank);
   c.state.step = 7;
   return c;
 }

@@ -39,9 +39,9 @@ struct Doc {
 uint64_t FramedLength(uint32_t dataset, uint64_t doc) { return 1 + (doc * 37 + dataset * 11) % 90; }
 
 // Datasets interleaved 2:1, each going through its documents epoch after epoch.
-class Stream {
+class PieceStream {
  public:
-  explicit Stream(uint64_t tokens) {
+  explicit PieceStream(uint64_t tokens) {
     uint64_t next[2] = {0, 0}, at = 0;
     for (uint64_t k = 0; at < tokens; ++k) {
       const uint32_t d = k % 3 == 2 ? 1 : 0;
@@ -80,7 +80,7 @@ struct RunSpec {
 // Runs of a linear history: run i goes on from the global position where run i - 1 stood at
 // step S_i, whatever it recorded after that.
 std::vector<TraceRun> MakeHistory(const std::vector<RunSpec>& specs) {
-  static const Stream stream(2'000'000);
+  static const PieceStream stream(2'000'000);
   std::vector<TraceRun> runs;
   uint64_t offset = 0;  // global position at the start of the current run
   for (size_t i = 0; i < specs.size(); ++i) {

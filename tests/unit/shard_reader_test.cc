@@ -32,10 +32,6 @@ using testing::TempDir;
 using testing::WriteRawShard;
 using testing::WriteTestShard;
 
-constexpr TokenType kAllTypes[] = {TokenType::kUint8,  TokenType::kInt8,   TokenType::kUint16,
-                                   TokenType::kInt16,  TokenType::kUint32, TokenType::kInt32,
-                                   TokenType::kUint64, TokenType::kInt64};
-
 // A described shard: the table row DescribeShard gives, which must exist.
 ShardInfo Describe(const TempDir& dir, const std::string& rel) {
   const ShardCheck check = DescribeShard(dir.path(), rel, 0);
@@ -102,7 +98,7 @@ class ShardReaderTest : public ::testing::Test {
 };
 
 TEST_F(ShardReaderTest, WriteShardRoundTripsEveryTypeThroughPread) {
-  for (TokenType type : kAllTypes) {
+  for (TokenType type : kAllTokenTypes) {
     SCOPED_TRACE(TokenTypeName(type));
     const std::string rel = std::string("web/") + TokenTypeName(type) + ".h5";
     const auto docs = MakeDocs(type, 100 + static_cast<uint64_t>(type), 40);
@@ -121,7 +117,7 @@ TEST_F(ShardReaderTest, WriteShardRoundTripsEveryTypeThroughPread) {
 }
 
 TEST_F(ShardReaderTest, ChunkedAndBigEndianFilesAreReadThroughHdf5) {
-  for (TokenType type : kAllTypes) {
+  for (TokenType type : kAllTokenTypes) {
     SCOPED_TRACE(TokenTypeName(type));
     const std::string rel = std::string("chunked/") + TokenTypeName(type) + ".h5";
     const auto docs = MakeDocs(type, 7, 30);  // ids up to 2^63 - 1: HDF5 converts from int64

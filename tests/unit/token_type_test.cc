@@ -12,10 +12,6 @@
 namespace stoker {
 namespace {
 
-constexpr std::array<TokenType, 8> kAllTypes = {
-    TokenType::kUint8,  TokenType::kInt8,  TokenType::kUint16, TokenType::kInt16,
-    TokenType::kUint32, TokenType::kInt32, TokenType::kUint64, TokenType::kInt64};
-
 TEST(TokenType, SizesSignednessAndNames) {
   struct Expected {
     TokenType type;
@@ -38,7 +34,7 @@ TEST(TokenType, SizesSignednessAndNames) {
 }
 
 TEST(TokenType, RoundTripsThroughSizeAndName) {
-  for (TokenType type : kAllTypes) {
+  for (TokenType type : kAllTokenTypes) {
     SCOPED_TRACE(TokenTypeName(type));
     EXPECT_EQ(TokenTypeFrom(TokenTypeSize(type), TokenTypeSigned(type)), type);
     EXPECT_EQ(TokenTypeFromName(TokenTypeName(type)), type);
@@ -139,7 +135,7 @@ TEST(TokenType, WidenPinnedValues) {
 }
 
 TEST(TokenType, WidenZeroCountWritesNothing) {
-  for (TokenType type : kAllTypes) {
+  for (TokenType type : kAllTokenTypes) {
     int64_t out = 99;
     WidenTokens(type, nullptr, 0, &out);
     EXPECT_EQ(out, 99) << TokenTypeName(type);
