@@ -3,16 +3,11 @@
 #include <bit>
 
 #include "base/check.h"
+#include "order/random.h"
 
 namespace stoker {
 
 namespace {
-
-uint64_t Mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 uint64_t Mask(int bits) { return bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1; }
 
@@ -22,11 +17,11 @@ Permutation::Permutation(uint64_t n, uint64_t key) : n_(n) {
   STOKER_ASSERT(n <= (uint64_t{1} << 62), "permutation of {} elements", n);
   bits_ = std::max(2, static_cast<int>(std::bit_width(n > 0 ? n - 1 : 0)));
   low_bits_ = bits_ / 2;
-  for (int r = 0; r < kRounds; ++r) round_keys_[r] = Mix(key ^ Mix(0x5354'4F4B'4552ull + r));
+  for (int r = 0; r < kRounds; ++r) round_keys_[r] = Mix64(key ^ Mix64(0x5354'4F4B'4552ull + r));
 }
 
 uint64_t Permutation::Round(int round, uint64_t half) const {
-  return Mix(half ^ round_keys_[round]);
+  return Mix64(half ^ round_keys_[round]);
 }
 
 // One round maps (top, bottom) to (bottom, top ^ F(bottom)), written bottom-first: the new value

@@ -15,12 +15,6 @@ namespace {
 
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
 
-uint64_t Mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 }  // namespace
 
 // Hashes purpose, then seed, a and b as 8 little-endian bytes each. The bytes are laid out on the
@@ -42,7 +36,7 @@ uint64_t DeriveKey(uint64_t seed, std::string_view purpose, uint64_t a, uint64_t
   return XXH3_64bits(bytes, size);
 }
 
-uint64_t CounterRng::Next() { return Mix(key_ + (++counter_) * kGolden); }
+uint64_t CounterRng::Next() { return Mix64(key_ + (++counter_) * kGolden); }
 
 double CounterRng::NextDouble() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
 

@@ -14,6 +14,14 @@
 
 namespace stoker {
 
+// SplitMix64's finalizer: a bijection of 64-bit values whose every output bit depends on every
+// input bit.
+inline uint64_t Mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 uint64_t DeriveKey(uint64_t seed, std::string_view purpose, uint64_t a = 0, uint64_t b = 0);
 
 class CounterRng {

@@ -9,8 +9,8 @@ namespace stoker {
 
 namespace {
 
-constexpr std::string_view kMagic = "STOKERCK";
-constexpr const char* kKind = "stoker checkpoint";
+constexpr std::string_view kCheckpointMagic = "STOKERCK";
+constexpr const char* kCheckpointKind = "stoker checkpoint";
 
 // A cursor is coded against the previous shard's cursor of the same dataset. Short form, one
 // byte in the common case: an even varint 2 * zigzag(position difference), when the epoch is the
@@ -157,12 +157,12 @@ std::string EncodeCheckpoint(const RankCheckpoint& c) {
     payload.U(u.dataset);
     payload.U(u.shard);
   }
-  return FrameFile(kMagic, kCheckpointFormatVersion, payload.bytes());
+  return FrameFile(kCheckpointMagic, kCheckpointFormatVersion, payload.bytes());
 }
 
 RankCheckpoint DecodeCheckpoint(std::string_view bytes, const std::string& source) {
   uint32_t version = 0;
-  FieldReader r = UnframeFile(bytes, kMagic, 1, kCheckpointFormatVersion, source, kKind, &version);
+  FieldReader r = UnframeFile(bytes, kCheckpointMagic, 1, kCheckpointFormatVersion, source, kCheckpointKind, &version);
   RankCheckpoint c;
   c.identity = GetIdentity(&r);
   c.world = r.U();
@@ -217,7 +217,7 @@ std::string EncodeMixSchedule(const MixSchedule& schedule) {
 
 MixSchedule DecodeMixSchedule(std::string_view bytes, uint64_t datasets,
                               const std::string& source) {
-  FieldReader r(bytes, source, kKind);
+  FieldReader r(bytes, source, kCheckpointKind);
   MixSchedule schedule = GetSchedule(&r, datasets);
   if (!r.done()) r.Fail("bytes after the weight schedule");
   return schedule;

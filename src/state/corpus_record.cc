@@ -10,8 +10,8 @@ namespace stoker {
 
 namespace {
 
-constexpr std::string_view kMagic = "STOKERCT";
-constexpr const char* kKind = "stoker corpus record";
+constexpr std::string_view kCorpusRecordMagic = "STOKERCT";
+constexpr const char* kCorpusRecordKind = "stoker corpus record";
 
 uint64_t TypeCode(TokenType type) {
   return 2 * static_cast<uint64_t>(TokenTypeSize(type)) + (TokenTypeSigned(type) ? 1 : 0);
@@ -57,11 +57,11 @@ std::string EncodeCorpusRecord(const CorpusRecord& record) {
     payload.U(TypeCode(s.token_type));
     previous = s.path;
   }
-  return FrameFile(kMagic, kCorpusRecordFormatVersion, payload.bytes());
+  return FrameFile(kCorpusRecordMagic, kCorpusRecordFormatVersion, payload.bytes());
 }
 
 CorpusRecord DecodeCorpusRecord(std::string_view bytes, const std::string& source) {
-  FieldReader r = UnframeFile(bytes, kMagic, kCorpusRecordFormatVersion, source, kKind);
+  FieldReader r = UnframeFile(bytes, kCorpusRecordMagic, kCorpusRecordFormatVersion, source, kCorpusRecordKind);
   CorpusRecord record;
   record.fingerprint = r.Str();
   // Every shard takes at least 6 bytes (five varints and an empty string's length).
