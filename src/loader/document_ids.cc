@@ -85,8 +85,10 @@ std::string SameBosAndEos(int64_t id, const char* eos) {
 }
 
 void ResolveDocumentIds(const LoaderConfig& config, int rank, LoaderSetup* setup) {
-  setup->eos_id = config.eos_id.value_or(
-      CorpusAttribute(setup->table, "eos_id", &ShardInfo::eos_id).value_or(0));
+  // A given --eos-id settles shards that disagree: the corpus's value is only read without one.
+  setup->eos_id = config.eos_id
+                      ? *config.eos_id
+                      : CorpusAttribute(setup->table, "eos_id", &ShardInfo::eos_id).value_or(0);
   setup->bos_id = config.bos_id;
   if (!config.eos_id) WarnOfDatasetsWithoutEos(setup->table, setup->eos_id, rank);
   CheckIdsInVocabulary(*setup);

@@ -573,6 +573,25 @@ TEST_F(LoaderTest, BadConfigurationStopsEveryRankWithOneMessage) {
   EXPECT_NE(ExpectRefused(comm_, hollow)
                 .find("dataset hollow has weight 1 but no tokens: its 3 documents are all empty"),
             std::string::npos);
+
+  // Shards that disagree on eos_id: refused, naming both, unless --eos-id settles it.
+  if (comm_.rank() == 0) {
+    for (int f = 0; f < 2; ++f) {
+      ShardAttributes attributes;
+      attributes.eos_id = 100 + f;
+      std::vector<std::vector<uint64_t>> docs(8, std::vector<uint64_t>{1, 2, 3});
+      testing::WriteTestShard(dir_ / fmt::format("eos/d/part-{}.h5", f), docs, TokenType::kUint16,
+                              attributes);
+    }
+  }
+  comm_.Barrier();
+  LoaderConfig eos = Config(dir_ / "eos", 4, 1);
+  const std::string disagree = ExpectRefused(comm_, eos);
+  EXPECT_NE(disagree.find("the corpus's shards disagree on eos_id"), std::string::npos) << disagree;
+  EXPECT_NE(disagree.find("choose one with --eos-id"), std::string::npos) << disagree;
+  eos.eos_id = 7;
+  Loader settled(MPI_COMM_WORLD, eos);
+  EXPECT_EQ(settled.eos_id(), 7);
 }
 
 TEST_F(LoaderTest, RowsAreTheStreamCutWithEmptyDocumentsSkippedAndLongOnesContinued) {
