@@ -73,19 +73,40 @@ std::vector<StepSpan> SplitSteps(const std::vector<TraceRecord>& records) {
   return spans;
 }
 
-// The most frequent sum of the steps known complete (followed by another step); without any,
-// the largest sum of a rank's last step.
-uint64_t TokensPerStep(const std::vector<std::vector<StepSpan>>& ranks) {
-  std::map<uint64_t, uint64_t> frequency;
-  uint64_t largest_last = 0;
-  for (const auto& spans : ranks) {
-    for (size_t i = 0; i + 1 < spans.size(); ++i) ++frequency[spans[i].tokens];
-    if (!spans.empty()) largest_last = std::max(largest_last, spans.back().tokens);
-  }
-  if (frequency.empty()) return largest_last;
-  return std::max_element(frequency.begin(), frequency.end(),
+// The sums of the steps of `spans` known complete (followed by another step), counted.
+void CountCompleteSums(const std::vector<StepSpan>& spans, std::map<uint64_t, uint64_t>* count) {
+  for (size_t i = 0; i + 1 < spans.size(); ++i) ++(*count)[spans[i].tokens];
+}
+
+uint64_t MostFrequent(const std::map<uint64_t, uint64_t>& count) {
+  return std::max_element(count.begin(), count.end(),
                           [](const auto& a, const auto& b) { return a.second < b.second; })
       ->first;
+}
+
+// The most frequent sum of the steps known complete; without any, the largest sum of a rank's
+// last step.
+uint64_t TokensPerStep(const std::vector<std::vector<StepSpan>>& ranks) {
+  std::map<uint64_t, uint64_t> count;
+  uint64_t largest_last = 0;
+  for (const auto& spans : ranks) {
+    CountCompleteSums(spans, &count);
+    if (!spans.empty()) largest_last = std::max(largest_last, spans.back().tokens);
+  }
+  return count.empty() ? largest_last : MostFrequent(count);
+}
+
+// Per rank: the most frequent sum of its steps known complete; the run's (`run_wide`) for a rank
+// with none. Ranks may take batches of different sizes, each the same at every step.
+std::vector<uint64_t> RankTokensPerStep(const std::vector<std::vector<StepSpan>>& ranks,
+                                        uint64_t run_wide) {
+  std::vector<uint64_t> per_rank;
+  for (const auto& spans : ranks) {
+    std::map<uint64_t, uint64_t> count;
+    CountCompleteSums(spans, &count);
+    per_rank.push_back(count.empty() ? run_wide : MostFrequent(count));
+  }
+  return per_rank;
 }
 
 // The last step of `spans` known complete (start: none).
@@ -97,16 +118,19 @@ uint64_t CompleteEnd(const std::vector<StepSpan>& spans, uint64_t per_step, uint
 
 // Where the valid steps of the last run end, with a note on the steps dropped.
 uint64_t LastRunEnd(const TraceRun& run, const std::vector<std::vector<StepSpan>>& spans,
-                    uint64_t per_step, RunSummary* summary) {
+                    RunSummary* summary) {
+  const std::vector<uint64_t>& per_step = summary->rank_tokens_per_step;
   uint64_t end = summary->recorded_end;
-  for (const auto& rank : spans) end = std::min(end, CompleteEnd(rank, per_step, run.start_step));
+  for (size_t r = 0; r < spans.size(); ++r) {
+    end = std::min(end, CompleteEnd(spans[r], per_step[r], run.start_step));
+  }
   if (end == summary->recorded_end) return end;
   std::vector<std::string> why;
   for (size_t r = 0; r < spans.size() && why.size() < 4; ++r) {
-    if (CompleteEnd(spans[r], per_step, run.start_step) != end) continue;
-    if (!spans[r].empty() && spans[r].back().tokens != per_step) {
+    if (CompleteEnd(spans[r], per_step[r], run.start_step) != end) continue;
+    if (!spans[r].empty() && spans[r].back().tokens != per_step[r]) {
       why.push_back(fmt::format("rank {} recorded step {} in part ({} of {} tokens)", r,
-                                spans[r].back().step, spans[r].back().tokens, per_step));
+                                spans[r].back().step, spans[r].back().tokens, per_step[r]));
     } else {
       why.push_back(fmt::format("rank {} stops at step {}", r, end));
     }
@@ -140,8 +164,8 @@ void CheckRank(const TraceRun& run, size_t rank, const std::vector<StepSpan>& sp
       problems->Add(i + 1 == spans.size() && s.tokens < per_step
                         ? fmt::format("{} step {}: recorded in part ({} of {} tokens)", who, s.step,
                                       s.tokens, per_step)
-                        : fmt::format("{} step {}: pieces of {} framed tokens, not the run's {} "
-                                      "per step",
+                        : fmt::format("{} step {}: pieces of {} framed tokens, not the rank's "
+                                      "{} per step",
                                       who, s.step, s.tokens, per_step));
     }
   }
@@ -298,8 +322,17 @@ RunSummary SummarizeRun(const TraceRun& run, const TraceRun* next,
     for (const StepSpan& s : rank) summary.recorded_end = std::max(summary.recorded_end, s.step);
   }
   summary.tokens_per_step = TokensPerStep(spans);
-  summary.valid_end = next == nullptr ? LastRunEnd(run, spans, summary.tokens_per_step, &summary)
-                                      : next->start_step;
+  summary.rank_tokens_per_step = RankTokensPerStep(spans, summary.tokens_per_step);
+  std::vector<std::string> other;
+  for (size_t r = 0; r < spans.size(); ++r) {
+    const uint64_t n = summary.rank_tokens_per_step[r];
+    if (n != summary.tokens_per_step) other.push_back(fmt::format("rank {}: {}", r, n));
+  }
+  if (!other.empty()) {
+    summary.notes.push_back(fmt::format("tokens per step {} on most ranks, other on {}",
+                                        summary.tokens_per_step, fmt::join(other, ", ")));
+  }
+  summary.valid_end = next == nullptr ? LastRunEnd(run, spans, &summary) : next->start_step;
   if (next != nullptr && summary.recorded_end > summary.valid_end) {
     summary.notes.push_back(fmt::format("{} replayed by from-{}: ignored",
                                         Steps(summary.valid_end + 1, summary.recorded_end),
@@ -365,7 +398,7 @@ AuditReport AuditTrace(std::vector<TraceRun> runs, const AuditCorpus* corpus) {
                       run.start_step));
     }
     for (size_t r = 0; r < spans.size(); ++r) {
-      CheckRank(run, r, spans[r], summary.valid_end, summary.tokens_per_step, &problems);
+      CheckRank(run, r, spans[r], summary.valid_end, summary.rank_tokens_per_step[r], &problems);
       if (ends) ends->Check(run, r, summary.valid_end);
     }
     sweep.Take(static_cast<uint32_t>(i), &run, spans, summary.valid_end, &summary);

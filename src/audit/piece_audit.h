@@ -5,11 +5,12 @@
 // The history is linear: run i (sorted by start step S_i) is valid for steps (S_i, S_{i+1}];
 // its steps after S_{i+1} were replayed by run i + 1 and are ignored. The last run is valid up to
 // the last step every one of its ranks recorded completely: a step is complete on a rank when a
-// later step follows it in the rank's trace, or when its pieces add up to the run's tokens per
-// step (the most frequent sum of the steps known complete). Within the valid steps the audit
+// later step follows it in the rank's trace, or when its pieces add up to the rank's tokens per
+// step (the most frequent sum of its steps known complete). Within the valid steps the audit
 // checks:
 //   - every rank has every step (a gap names the run, the rank and the steps);
-//   - every step of every rank holds the run's tokens per step (rows x (seq_len + 1));
+//   - every step of a rank holds the rank's tokens per step (rows x (seq_len + 1); ranks may take
+//     batches of different sizes, so each rank's is the most frequent sum of its complete steps);
 //   - no framed position of a (dataset, document, epoch) is delivered twice (overlaps name both
 //     pieces: run, rank, step, positions);
 //   - none is skipped: a document's pieces cover its framed positions [0, k) without a hole (the
@@ -74,7 +75,8 @@ struct RunSummary {
   uint64_t world = 0;
   uint64_t valid_end = 0;        // valid steps: (start_step, valid_end]
   uint64_t recorded_end = 0;     // the last step any rank recorded (start_step: none)
-  uint64_t tokens_per_step = 0;  // per rank; 0 when no step is known
+  uint64_t tokens_per_step = 0;  // per rank, the most frequent; 0 when no step is known
+  std::vector<uint64_t> rank_tokens_per_step;  // each rank's (ranks may take other batch sizes)
   uint64_t pieces = 0;           // in the valid steps, all ranks
   uint64_t tokens = 0;
   std::vector<std::string> notes;  // superseded or dropped steps, partial records

@@ -74,7 +74,16 @@ class PieceStream {
 struct RunSpec {
   uint64_t start;
   uint64_t world;
-  uint64_t recorded_end;  // steps (start, recorded_end] are recorded
+  uint64_t recorded_end;               // steps (start, recorded_end] are recorded
+  std::vector<uint64_t> rank_tokens{};  // per rank and step; empty: kStepTokens each
+  uint64_t Tokens(uint64_t rank) const {
+    return rank_tokens.empty() ? kStepTokens : rank_tokens[rank];
+  }
+  uint64_t StepTokens() const {
+    uint64_t all = 0;
+    for (uint64_t r = 0; r < world; ++r) all += Tokens(r);
+    return all;
+  }
 };
 
 // Runs of a linear history: run i goes on from the global position where run i - 1 stood at
@@ -85,13 +94,14 @@ std::vector<TraceRun> MakeHistory(const std::vector<RunSpec>& specs) {
   uint64_t offset = 0;  // global position at the start of the current run
   for (size_t i = 0; i < specs.size(); ++i) {
     const RunSpec& spec = specs[i];
-    if (i > 0) offset += (spec.start - specs[i - 1].start) * specs[i - 1].world * kStepTokens;
+    if (i > 0) offset += (spec.start - specs[i - 1].start) * specs[i - 1].StepTokens();
     TraceRun run{spec.start, spec.world, std::vector<std::vector<TraceRecord>>(spec.world)};
     for (uint64_t step = spec.start + 1; step <= spec.recorded_end; ++step) {
+      uint64_t begin = offset + (step - spec.start - 1) * spec.StepTokens();
       for (uint64_t r = 0; r < spec.world; ++r) {
-        const uint64_t begin = offset + ((step - spec.start - 1) * spec.world + r) * kStepTokens;
-        const auto pieces = stream.Pieces(step, begin, begin + kStepTokens);
+        const auto pieces = stream.Pieces(step, begin, begin + spec.Tokens(r));
         run.ranks[r].insert(run.ranks[r].end(), pieces.begin(), pieces.end());
+        begin += spec.Tokens(r);
       }
     }
     runs.push_back(std::move(run));
@@ -154,6 +164,37 @@ TEST(PieceAudit, CleanChainPassesWithItsCounts) {
   uint64_t epoch_tokens = 0;
   for (const EpochSummary& e : report.epochs) epoch_tokens += e.tokens;
   EXPECT_EQ(epoch_tokens, report.tokens);
+}
+
+TEST(PieceAudit, RanksWithOtherBatchSizesAreCheckedEachAgainstItsOwn) {
+  // Rank 1 takes batches twice the size of the others', in the first run and the resumed one.
+  const std::vector<RunSpec> specs = {{0, 3, 12, {kStepTokens, 2 * kStepTokens, kStepTokens}},
+                                      {10, 2, 20, {2 * kStepTokens, kStepTokens}}};
+  auto runs = MakeHistory(specs);
+  const AuditCorpus corpus = CorpusOf(runs);
+  const AuditReport report = AuditTrace(runs, &corpus);
+  EXPECT_TRUE(report.clean()) << AllProblems(report);
+  EXPECT_EQ(report.tokens, 10 * 4 * kStepTokens + 10 * 3 * kStepTokens);
+  ASSERT_EQ(report.runs.size(), 2u);
+  EXPECT_EQ(report.runs[0].rank_tokens_per_step,
+            (std::vector<uint64_t>{kStepTokens, 2 * kStepTokens, kStepTokens}));
+  EXPECT_EQ(report.runs[1].valid_end, 20u);
+  // A step of rank 1 that holds what the other ranks hold is still wrong for rank 1.
+  runs = MakeHistory(specs);
+  auto& rank1 = runs[0].ranks[1];
+  uint64_t kept = 0;  // rank 1's step 5 cut to kStepTokens
+  for (TraceRecord& t : rank1) {
+    if (t.step != 5) continue;
+    t.count = std::min(t.count, kStepTokens - kept);
+    kept += t.count;
+  }
+  std::erase_if(rank1, [](const TraceRecord& t) { return t.count == 0; });
+  const AuditReport short_step = AuditTrace(runs, nullptr);
+  EXPECT_TRUE(AnyProblemMentions(
+      short_step, fmt::format("from-0 rank 1 of 3 step 5: pieces of {} framed tokens, not the "
+                              "rank's {} per step",
+                              kStepTokens, 2 * kStepTokens)))
+      << AllProblems(short_step);
 }
 
 TEST(PieceAudit, WithCorpusCountsWholeDocumentsAndChecksBounds) {
@@ -237,7 +278,7 @@ TEST(PieceAudit, DuplicatedPieceIsNamed) {
                           t.doc, t.epoch, t.first, t.first + t.count, piece, piece)))
       << AllProblems(report);
   EXPECT_TRUE(AnyProblemMentions(report, fmt::format("from-12 rank 1 of 2 step {}: pieces of {} "
-                                                     "framed tokens, not the run's 64",
+                                                     "framed tokens, not the rank's 64",
                                                      t.step, kStepTokens + t.count)))
       << AllProblems(report);
 }
