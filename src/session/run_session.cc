@@ -9,6 +9,7 @@
 
 #include "base/check.h"
 #include "checkpoint/checkpoint_store.h"
+#include "mpi/agreement.h"
 #include "mpi/comm.h"
 #include "os/files.h"
 #include "stoker/checkpoint.h"
@@ -32,6 +33,26 @@ double Since(std::chrono::steady_clock::time_point start) {
 // become U+FFFD so that the line is always valid JSON.
 std::string JsonText(const nlohmann::json& value) {
   return value.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
+}
+
+// The run's settings that every rank must share (the loader's are compared when it is built): a
+// rank with other --steps would wait for ever in the last save's collective, one with another
+// --checkpoint-dir would leave no complete step anywhere. Folders are compared as the folders
+// they resolve to, so that a symbolic link or a relative path names the same one.
+std::vector<mpi::Setting> RunSharedSettings(const RunSettings& s) {
+  auto folder = [](const std::string& dir) {
+    std::error_code error;  // a folder that cannot be resolved is compared as given
+    const std::filesystem::path resolved = std::filesystem::weakly_canonical(dir, error);
+    return dir.empty() ? std::string("none") : error ? dir : resolved.string();
+  };
+  auto yes_no = [](bool b) { return std::string(b ? "yes" : "no"); };
+  return {{"steps", std::to_string(s.steps)},
+          {"checkpoint_dir", folder(s.checkpoint_dir)},
+          {"save_every", std::to_string(s.save_every)},
+          {"save_last", yes_no(s.save_last)},
+          {"resume", yes_no(s.resume)},
+          {"start_over", yes_no(s.start_over)},
+          {"trace_dir", folder(s.trace_dir)}};
 }
 
 }  // namespace
@@ -72,6 +93,7 @@ class RunSession::Impl {
 
 RunSession::Impl::Impl(MPI_Comm world, RunSettings s, TrainerFiles f)
     : comm(world), settings(std::move(s)), files(std::move(f)), config(settings.loader) {
+  mpi::RequireAgreement(comm, RunSharedSettings(settings), "run settings differ between ranks");
   config.SetMixing(settings.weights, settings.weights_schedule);  // checked by Problems
   if (!settings.origins.empty() && comm.rank() == 0) {
     std::vector<std::string> origins;

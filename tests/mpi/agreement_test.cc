@@ -2,7 +2,9 @@
 // Loader whose ranks differ in any one of them is refused on every rank, the message naming the
 // setting, its values and the ranks of each; a corpus folder one rank cannot see names that rank;
 // SetWeights with other weights, or after another step, on some rank is refused on every rank and
-// changes nothing, and the same call on every rank after the same step then goes through.
+// changes nothing, and the same call on every rank after the same step then goes through; a run
+// session (stoker/run_session.h) whose ranks differ in --steps or --checkpoint-dir is refused on
+// every rank, and one folder named through a symbolic link is the same folder.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -18,6 +20,7 @@
 #include "os/host.h"
 #include "stoker/error.h"
 #include "stoker/loader.h"
+#include "stoker/run_session.h"
 #include "tools/synth.h"
 
 namespace stoker {
@@ -104,6 +107,43 @@ TEST_F(AgreementTest, EachSharedSettingGivenOtherwiseOnOneRankIsRefusedOnEveryRa
               "loader settings differ between ranks (every rank must give the same):\n  " + c.line)
         << "rank " << comm_.rank();
   }
+}
+
+TEST_F(AgreementTest, RunSettingsGivenOtherwiseOnOneRankAreRefusedOnEveryRank) {
+  if (comm_.size() < 2) GTEST_SKIP() << "a difference between ranks needs two";
+  if (comm_.rank() == 0) {
+    std::filesystem::create_directories(dir_ / "ckpt");
+    std::filesystem::create_directory_symlink(dir_ / "ckpt", dir_ / "link");
+  }
+  comm_.Barrier();
+  auto refusal = [&](const RunSettings& settings) -> std::string {
+    try {
+      RunSession session(MPI_COMM_WORLD, settings, TrainerFiles{});
+      return "";
+    } catch (const ConfigError& e) {
+      EXPECT_TRUE(e.collective()) << "rank " << comm_.rank() << ": " << e.what();
+      return e.what();
+    }
+  };
+  RunSettings base;
+  base.loader = Config();
+  base.steps = 20;
+  base.checkpoint_dir = dir_ / "ckpt";
+  const std::string head = "run settings differ between ranks (every rank must give the same):\n  ";
+  const std::string last = fmt::format("rank {}", comm_.size() - 1);
+  RunSettings linked = base;
+  if (IsLast()) linked.checkpoint_dir = dir_ / "link";
+  EXPECT_EQ(refusal(linked), "") << "the same folder through a symbolic link";
+  RunSettings steps = base;
+  if (IsLast()) steps.steps = 30;
+  EXPECT_EQ(refusal(steps), head + fmt::format("steps: 20 on {}; 30 on {}", AllButLast(), last));
+  RunSettings folder = base;
+  if (IsLast()) folder.checkpoint_dir = dir_ / "other";
+  EXPECT_EQ(refusal(folder),
+            head + fmt::format("checkpoint_dir: {} on {}; {} on {}",
+                               std::filesystem::weakly_canonical(dir_ / "ckpt").string(),
+                               AllButLast(),
+                               std::filesystem::weakly_canonical(dir_ / "other").string(), last));
 }
 
 TEST_F(AgreementTest, ASeedPerRankAndALogicalShardCountPerRankAreNamedTogether) {
