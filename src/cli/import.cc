@@ -169,6 +169,9 @@ Command SetupImport(CLI::App& app) {
                   "which must agree)")
       ->transform(
           CLI::CheckedTransformer(TypeNames()).description("uint8 ... uint64, int8 ... int64"));
+  npy->add_flag("--allow-unterminated", spec->allow_unterminated,
+                "Import a file whose last document has no --eos-id after it, that document as "
+                "it is (without: an error naming the file, which may have been cut short)");
   CLI::App* mds = AddFormat(
       import, "mds",
       "Mosaic Streaming MDS folders (index.json version 2 and its shard.NNNNN.mds[.zstd] "

@@ -34,7 +34,8 @@ std::unique_ptr<ImportInput> OpenInput(const ImportSpec& spec) {
     case ImportFormat::kMegatron:
       return OpenMegatronInput(spec.inputs, spec.RecordedEosId(), spec.eod_id.has_value());
     case ImportFormat::kNpy:
-      return OpenTokenFileInput(spec.inputs, spec.dtype, static_cast<int64_t>(*spec.eos_id));
+      return OpenTokenFileInput(spec.inputs, spec.dtype, static_cast<int64_t>(*spec.eos_id),
+                                spec.allow_unterminated);
     case ImportFormat::kMds:
       return OpenMdsInput(spec.inputs, spec.column, spec.dtype);
   }

@@ -51,6 +51,8 @@ struct ImportSpec {
   // npy: the type of headerless files. MDS: the element type of a `bytes` column (int64, as
   // llm-foundry writes it, by default).
   std::optional<TokenType> dtype;
+  // npy: import a file whose last document has no --eos-id after it (else an error naming it).
+  bool allow_unterminated = false;
   std::string column;                  // MDS: the column holding the token ids
   std::optional<uint64_t> vocab_size;  // every id must be below it; recorded as vocab_size
   bool narrow = false;                 // shards in the narrowest unsigned type that holds them

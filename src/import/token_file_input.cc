@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <regex>
 
+#include <fmt/format.h>
+
 #include "base/check.h"
 #include "tokens/token_type.h"
 
@@ -163,6 +165,20 @@ class TokenFileInput : public ImportInput {
     }
   }
 
+  // The files whose last token is not the eos_id: their last document has no end.
+  std::vector<std::string> Unterminated() const {
+    std::vector<std::string> paths;
+    for (const TokenFile& t : files_) {
+      if (t.tokens == 0) continue;
+      ChunkReader reader(t.file, t.data_end(), nullptr);
+      if (FindEos(t, &reader, t.tokens - 1) == t.tokens) paths.push_back(t.file.path());
+      t.file.Release();
+    }
+    return paths;
+  }
+  std::vector<std::string> Warnings() const override { return warnings_; }
+  void Warn(std::string warning) { warnings_.push_back(std::move(warning)); }
+
   std::vector<SourceFile> Sources() const override {
     std::vector<SourceFile> sources;
     for (const TokenFile& t : files_) {
@@ -189,12 +205,14 @@ class TokenFileInput : public ImportInput {
   std::vector<TokenFile> files_;
   int64_t eos_id_;
   uint64_t units_ = 0, bytes_ = 0;
+  std::vector<std::string> warnings_;
 };
 
 }  // namespace
 
 std::unique_ptr<ImportInput> OpenTokenFileInput(const std::vector<std::string>& paths,
-                                                std::optional<TokenType> dtype, int64_t eos_id) {
+                                                std::optional<TokenType> dtype, int64_t eos_id,
+                                                bool allow_unterminated) {
   std::vector<TokenFile> files;
   for (const std::string& path : paths) {
     files.emplace_back(path);
@@ -205,7 +223,24 @@ std::unique_ptr<ImportInput> OpenTokenFileInput(const std::vector<std::string>& 
   STOKER_CHECK(static_cast<uint64_t>(eos_id) <= LargestTokenId(files.front().type), ConfigError,
                "--eos-id {} cannot occur in {}: its tokens are {}, so no document would end",
                eos_id, files.front().file.path(), TokenTypeName(files.front().type));
-  return std::make_unique<TokenFileInput>(std::move(files), eos_id);
+  auto input = std::make_unique<TokenFileInput>(std::move(files), eos_id);
+  const std::vector<std::string> unterminated = input->Unterminated();
+  if (unterminated.empty()) return input;
+  const std::string named =
+      unterminated.size() <= 3
+          ? fmt::format("{}", fmt::join(unterminated, ", "))
+          : fmt::format("{} and {} more", fmt::join(unterminated.begin(), unterminated.begin() + 3,
+                                                    ", "),
+                        unterminated.size() - 3);
+  STOKER_CHECK(allow_unterminated, DataError,
+               "{} end{} inside a document: no --eos-id {} after the last one (a file cut "
+               "short, or written without a final --eos-id?); --allow-unterminated imports "
+               "that document as it is",
+               named, unterminated.size() == 1 ? "s" : "", eos_id);
+  input->Warn(fmt::format("{} end{} without a final --eos-id {}: the last document imported as "
+                          "it is (--allow-unterminated)",
+                          named, unterminated.size() == 1 ? "s" : "", eos_id));
+  return input;
 }
 
 }  // namespace stoker

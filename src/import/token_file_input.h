@@ -23,8 +23,11 @@
 
 namespace stoker {
 
-// Opens every file and reads its header, if any. Throws DataError or ConfigError naming the file.
+// Opens every file and reads its header, if any. Throws DataError or ConfigError naming the file;
+// DataError naming the files whose last token is not `eos_id` unless `allow_unterminated` (then
+// their last documents are imported as they are, and Warnings() names the files).
 std::unique_ptr<ImportInput> OpenTokenFileInput(const std::vector<std::string>& files,
-                                                std::optional<TokenType> dtype, int64_t eos_id);
+                                                std::optional<TokenType> dtype, int64_t eos_id,
+                                                bool allow_unterminated);
 
 }  // namespace stoker

@@ -242,7 +242,7 @@ def test_refusals_that_protect_the_data(run, tmp_path):
     inside = tmp_path / "corpus" / "web"
     inside.mkdir(parents=True)
     data = inside / "tokens.npy"
-    formats.write_tokens(data, np.array([1, 2, 0, 3], dtype=np.uint16), "uint16")
+    formats.write_tokens(data, np.array([1, 2, 0, 3, 0], dtype=np.uint16), "uint16")
     rc, output = run("import", "npy", data, "--eos-id", 0, "--dtype", "uint16", "--out", inside,
                      "--force", ranks=2)
     assert rc != 0 and "lies in --out" in output, output
@@ -272,7 +272,7 @@ def test_plain_messages_for_empty_inputs_and_vocab_size_zero(run, tmp_path):
     output = import_fails(run, 2, "npy", files, tmp_path / "corpus" / "none", "--eos-id", 0,
                           "--dtype", "uint16", names=["no documents", *map(str, files)])
     assert output.count("no documents") == 1, output
-    formats.write_tokens(tmp_path / "a.bin", [1, 2, 0, 3], "uint16")
+    formats.write_tokens(tmp_path / "a.bin", [1, 2, 0, 3, 0], "uint16")
     output = import_fails(run, 1, "npy", [tmp_path / "a.bin"], tmp_path / "corpus" / "v",
                           "--eos-id", 0, "--dtype", "uint16", "--vocab-size", 0,
                           names=["--vocab-size 0: a vocabulary holds at least one id"])
@@ -311,8 +311,8 @@ NPY_CASES = ([("uint16_raw_and_npy", r) for r in (1, 2, 4)]
 def test_npy(run, tmp_path, group, ranks):
     """Token files (headerless raw arrays and real .npy files, several at once) split at
     --eos-id N: each N ends a document and is dropped, two N in a row are an empty document,
-    ids after a file's last N are its last document; the dtype is kept and eos_id is N. The
-    uint16 group runs at 1, 2 and 4 ranks: the same documents at each."""
+    ids after a file's last N are its last document (--allow-unterminated); the dtype is kept
+    and eos_id is N. The uint16 group runs at 1, 2 and 4 ranks: the same documents at each."""
     dtype, eos, high, files, dtype_option = NPY_GROUPS[group]
     rng = np.random.default_rng(sorted(NPY_GROUPS).index(group))
     paths, expected = [], []
@@ -321,11 +321,13 @@ def test_npy(run, tmp_path, group, ranks):
         paths.append(tmp_path / name)
         formats.write_tokens(paths[-1], tokens, dtype, npy_header=npy_header)
         expected += formats.split_at(tokens, eos)
-    options = ["--eos-id", eos, "--shard-tokens", 200]
+    options = ["--eos-id", eos, "--shard-tokens", 200, "--allow-unterminated"]
     if dtype_option:
         options += ["--dtype", dtype_option]
     out = tmp_path / "corpus" / "dolma"
-    import_ok(run, ranks, "npy", paths, out, *options)
+    output = import_ok(run, ranks, "npy", paths, out, *options)
+    cut = [str(p) for i, p in enumerate(paths) if i % 2 == 1]  # no eos after the last document
+    assert "without a final --eos-id" in output and all(c in output for c in cut), output
     dataset = read_dataset(out, "npy", ranks)
     assert_documents(dataset.documents, expected)
     assert dataset.dtypes == {np.dtype(dtype)}, f"{dataset.dtypes}, expected {dtype}"
@@ -349,7 +351,8 @@ def test_npy_ranks_start_inside_documents(run, tmp_path, ranks):
     formats.write_tokens(tmp_path / "small.bin", small, "uint32")
     out = tmp_path / "corpus" / "long"
     import_ok(run, ranks, "npy", [tmp_path / "long.bin", tmp_path / "small.bin"], out,
-              "--eos-id", eos, "--dtype", "uint32", "--shard-tokens", 60000)
+              "--eos-id", eos, "--dtype", "uint32", "--shard-tokens", 60000,
+              "--allow-unterminated")
     dataset = read_dataset(out, "npy", ranks)
     assert [len(d) for d in dataset.documents[:len(lengths)]] == lengths
     assert_documents(dataset.documents,
@@ -371,6 +374,11 @@ def _npy_error_inputs(tmp_path, case):
         bad = tmp_path / "int32s.npy"
         formats.write_tokens(bad, [1, 0, 2], "int32", npy_header=True)
         return [good, bad], ["--eos-id", 0, "--dtype", "uint16"], ["int32s.npy"]
+    if case == "unterminated":
+        bad = tmp_path / "cut.bin"
+        formats.write_tokens(bad, [1, 0, 2], "uint16")
+        return ([good, bad], ["--eos-id", 0, "--dtype", "uint16"],
+                ["cut.bin ends inside a document", "--allow-unterminated"])
     if case == "size_not_multiple":
         bad = tmp_path / "odd.bin"
         bad.write_bytes(np.array([1, 0, 2], "<u2").tobytes() + b"\x05")
@@ -379,11 +387,13 @@ def _npy_error_inputs(tmp_path, case):
 
 
 @pytest.mark.parametrize("case", ["raw_without_dtype", "float32_header",
-                                  "header_differs_from_dtype", "size_not_multiple"])
+                                  "header_differs_from_dtype", "size_not_multiple",
+                                  "unterminated"])
 def test_npy_errors(run, tmp_path, case):
     """Refused at 2 ranks, naming the file (or --dtype), nothing left behind: a headerless file
     without --dtype, a .npy file of float32, a .npy header's dtype other than --dtype, a
-    headerless file whose size is not a multiple of the element size."""
+    headerless file whose size is not a multiple of the element size, a file whose last document
+    has no --eos-id after it (without --allow-unterminated)."""
     files, options, names = _npy_error_inputs(tmp_path, case)
     import_fails(run, 2, "npy", files, tmp_path / "corpus" / "dolma", *options, names=names)
 
