@@ -21,6 +21,13 @@ namespace {
 
 constexpr uint64_t kChunkBytes = uint64_t{8} << 20;  // a multiple of every token size
 
+template <typename Identity>
+Identity IdentityOf(const struct stat& st) {
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+          static_cast<uint64_t>(st.st_size),
+          static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
+
 }  // namespace
 
 InputFile::InputFile(std::string path) : path_(std::move(path)) {
@@ -31,16 +38,42 @@ InputFile::InputFile(std::string path) : path_(std::move(path)) {
   STOKER_CHECK(std::filesystem::exists(status), ConfigError, "input {} does not exist", path_);
   STOKER_CHECK(std::filesystem::is_regular_file(status), ConfigError, "input {} is not a file",
                path_);
-  size_ = std::filesystem::file_size(path_, ec);
-  STOKER_CHECK(!ec, IoError, "cannot stat input {}: {}", path_, ec.message());
+  struct stat st {};
+  STOKER_CHECK(::stat(path_.c_str(), &st) == 0, IoError, "cannot stat input {}: {}", path_,
+               std::strerror(errno));
+  identity_ = IdentityOf<Identity>(st);
+  size_ = identity_.size;
 }
 
-void InputFile::Release() const { fd_ = UniqueFd(); }
+void InputFile::CheckIdentity(const Identity& now, const char* seen) const {
+  if (now == identity_) return;
+  const char* what = now.device != identity_.device || now.inode != identity_.inode
+                         ? "another file took its place"
+                     : now.size != identity_.size ? "its size changed"
+                                                  : "it was written to";
+  STOKER_CHECK(false, DataError,
+               "input {} changed while it was imported ({}, seen {}; {} -> {} bytes): its "
+               "documents would mix old and new contents. Import it again once nothing writes it",
+               path_, what, seen, identity_.size, now.size);
+}
+
+void InputFile::Release() const {
+  if (fd_.get() < 0) return;
+  struct stat open_file {}, at_path {};
+  const bool stated = ::fstat(fd_.get(), &open_file) == 0;
+  fd_ = UniqueFd();
+  if (stated) CheckIdentity(IdentityOf<Identity>(open_file), "after reading it");
+  if (::stat(path_.c_str(), &at_path) == 0) {
+    CheckIdentity(IdentityOf<Identity>(at_path), "at its path after reading it");
+  }
+}
 
 int InputFile::Fd() const {
   if (fd_.get() >= 0) return fd_.get();
   fd_ = UniqueFd(posix::Open(path_, O_RDONLY | O_CLOEXEC));
   STOKER_CHECK(fd_.get() >= 0, IoError, "cannot open input {}: {}", path_, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd_.get(), &st) == 0) CheckIdentity(IdentityOf<Identity>(st), "when it was opened");
   ::posix_fadvise(fd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   return fd_.get();
 }

@@ -6,7 +6,8 @@ test runs import B into the same DIR/NAME: B is refused on
 every rank, once, naming A's host and the pid of A's rank 0, and touches nothing (A's staging
 folder stays); A then ends with its whole dataset. An import killed with SIGKILL mid-import
 leaves its staging folder behind; `stoker import --remove-leftovers DIR/NAME` removes it, naming
-it, and so does the next import into DIR/NAME."""
+it, and so does the next import into DIR/NAME. An input written to while a slowed import reads
+it fails that import, naming the file, with nothing left behind."""
 
 import os
 import signal
@@ -193,3 +194,28 @@ def test_remove_leftovers_is_explained(run):
     """`stoker import --help` explains --remove-leftovers; it takes no format or input."""
     rc, output = run("import", "--help")
     assert rc == 0 and "--remove-leftovers" in output and "did not finish" in output, output
+
+
+def test_an_input_written_while_it_is_read_fails_the_import(stoker, mpirun, tmp_path):
+    """A .bin file rewritten in place (same size, other ids) while the import's reads of it are
+    slowed by 3 s each: the import exits non-zero naming the file and what changed, and leaves
+    nothing beside --out; a dataset that mixed both versions would verify clean."""
+    write_input(tmp_path / "a", 4, 300)
+    out = tmp_path / "corpus" / "web"
+    staging = out.parent / ".web.import"
+    job = start(stoker, mpirun, 1, ["import", "megatron", tmp_path / "a", "--eod-id", EOD,
+                                    "--out", out], tmp_path / "a.log",
+                faults="pread:a.bin:*:delay=3000")
+    try:
+        wait_for(staging.exists, "the import's staging folder", tmp_path / "a.log")
+        data = (tmp_path / "a.bin").read_bytes()
+        with open(tmp_path / "a.bin", "r+b") as f:  # in place: the same inode and size
+            f.write(bytes(reversed(data)))
+        rc = job.wait(timeout=WAIT)
+    finally:
+        kill_job(job) if job.poll() is None else None
+    output = open(tmp_path / "a.log").read()
+    assert rc != 0, output
+    assert f"input {tmp_path / 'a.bin'} changed while it was imported (it was written to" in output, \
+        output
+    assert not out.exists() and hidden(out.parent) == [], output
