@@ -21,40 +21,30 @@ namespace {
 
 constexpr uint64_t kChunkBytes = uint64_t{8} << 20;  // a multiple of every token size
 
-template <typename Identity>
-Identity IdentityOf(const struct stat& st) {
-  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
-          static_cast<uint64_t>(st.st_size),
-          static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
-}
-
 }  // namespace
 
 InputFile::InputFile(std::string path) : path_(std::move(path)) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path_, ec);
-  STOKER_CHECK(!ec || ec == std::errc::no_such_file_or_directory, IoError,
-               "cannot stat input {}: {}", path_, ec.message());
-  STOKER_CHECK(std::filesystem::exists(status), ConfigError, "input {} does not exist", path_);
-  STOKER_CHECK(std::filesystem::is_regular_file(status), ConfigError, "input {} is not a file",
-               path_);
   struct stat st {};
-  STOKER_CHECK(::stat(path_.c_str(), &st) == 0, IoError, "cannot stat input {}: {}", path_,
-               std::strerror(errno));
-  identity_ = IdentityOf<Identity>(st);
-  size_ = identity_.size;
+  if (::stat(path_.c_str(), &st) != 0) {
+    const int error = errno;
+    STOKER_CHECK(error != ENOENT && error != ENOTDIR, ConfigError, "input {} does not exist",
+                 path_);
+    STOKER_CHECK(false, IoError, "cannot stat input {}: {}", path_, std::strerror(error));
+  }
+  STOKER_CHECK(S_ISREG(st.st_mode), ConfigError, "input {} is not a file", path_);
+  stamp_ = StampOf(st);
 }
 
-void InputFile::CheckIdentity(const Identity& now, const char* seen) const {
-  if (now == identity_) return;
-  const char* what = now.device != identity_.device || now.inode != identity_.inode
+void InputFile::CheckStamp(const FileStamp& now, const char* seen) const {
+  if (now == stamp_) return;
+  const char* what = now.device != stamp_.device || now.inode != stamp_.inode
                          ? "another file took its place"
-                     : now.size != identity_.size ? "its size changed"
-                                                  : "it was written to";
+                     : now.bytes != stamp_.bytes ? "its size changed"
+                                                 : "it was written to";
   STOKER_CHECK(false, DataError,
                "input {} changed while it was imported ({}, seen {}; {} -> {} bytes): its "
                "documents would mix old and new contents. Import it again once nothing writes it",
-               path_, what, seen, identity_.size, now.size);
+               path_, what, seen, stamp_.bytes, now.bytes);
 }
 
 void InputFile::Release() const {
@@ -62,9 +52,9 @@ void InputFile::Release() const {
   struct stat open_file {}, at_path {};
   const bool stated = ::fstat(fd_.get(), &open_file) == 0;
   fd_ = UniqueFd();
-  if (stated) CheckIdentity(IdentityOf<Identity>(open_file), "after reading it");
+  if (stated) CheckStamp(StampOf(open_file), "after reading it");
   if (::stat(path_.c_str(), &at_path) == 0) {
-    CheckIdentity(IdentityOf<Identity>(at_path), "at its path after reading it");
+    CheckStamp(StampOf(at_path), "at its path after reading it");
   }
 }
 
@@ -73,14 +63,14 @@ int InputFile::Fd() const {
   fd_ = UniqueFd(posix::Open(path_, O_RDONLY | O_CLOEXEC));
   STOKER_CHECK(fd_.get() >= 0, IoError, "cannot open input {}: {}", path_, std::strerror(errno));
   struct stat st {};
-  if (::fstat(fd_.get(), &st) == 0) CheckIdentity(IdentityOf<Identity>(st), "when it was opened");
+  if (::fstat(fd_.get(), &st) == 0) CheckStamp(StampOf(st), "when it was opened");
   ::posix_fadvise(fd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   return fd_.get();
 }
 
 void InputFile::Read(uint64_t offset, uint64_t bytes, void* out, std::string_view what) const {
-  STOKER_CHECK(offset <= size_ && bytes <= size_ - offset, DataError,
-               "{} is {} bytes, too short for {} (bytes {} to {})", path_, size_, what, offset,
+  STOKER_CHECK(offset <= size() && bytes <= size() - offset, DataError,
+               "{} is {} bytes, too short for {} (bytes {} to {})", path_, size(), what, offset,
                offset + bytes);
   const ReadResult read = ReadAt(Fd(), offset, bytes, out, path_);
   STOKER_CHECK(read.error == 0, IoError, "cannot read {} of {}: {}", what, path_,

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "import/import_sink.h"
+#include "os/files.h"
 #include "os/unique_fd.h"
 #include "stoker/token_type.h"
 
@@ -27,10 +28,10 @@ namespace stoker {
 
 // One input file. Throws ConfigError when it is missing or not a file. It is opened at its first
 // read and stays open until Release(), so that an import of thousands of files holds only the
-// ones it is reading (IoError when it cannot be opened). Its identity (device, inode, size and
-// modification time) is taken when it is constructed and checked at every open and Release(): a
-// file written, truncated or replaced while the import reads it is a DataError naming it, as
-// its documents would otherwise mix its old and new contents.
+// ones it is reading (IoError when it cannot be opened). Its stamp (os/files.h: device, inode,
+// size, modification time) is taken when it is constructed and checked at every open and
+// Release(): a file written, truncated or replaced while the import reads it is a DataError
+// naming it, as its documents would otherwise mix its old and new contents.
 class InputFile {
  public:
   explicit InputFile(std::string path);
@@ -38,7 +39,7 @@ class InputFile {
   InputFile& operator=(InputFile&&) = default;
 
   const std::string& path() const { return path_; }
-  uint64_t size() const { return size_; }
+  uint64_t size() const { return stamp_.bytes; }
   // Closes the file until the next read, after checking that it is still the file it was.
   void Release() const;
   // Reads exactly `bytes` at `offset`. DataError when the file ends first ("PATH is N bytes,
@@ -58,19 +59,13 @@ class InputFile {
   }
 
  private:
-  struct Identity {
-    uint64_t device = 0, inode = 0, size = 0;
-    int64_t modified_ns = 0;
-    bool operator==(const Identity&) const = default;
-  };
   int Fd() const;
-  // DataError unless `now` (the open file's or the path's) is the identity taken at the start.
-  void CheckIdentity(const Identity& now, const char* seen) const;
+  // DataError unless `now` (the open file's or the path's) is the stamp taken at the start.
+  void CheckStamp(const FileStamp& now, const char* seen) const;
 
   std::string path_;
   mutable UniqueFd fd_;
-  uint64_t size_ = 0;
-  Identity identity_;
+  FileStamp stamp_;
 };
 
 // DataError unless the input at `path` holds tokens of the type of the first input: one import

@@ -232,14 +232,15 @@ std::unique_ptr<ImportInput> OpenTokenFileInput(const std::vector<std::string>& 
           : fmt::format("{} and {} more", fmt::join(unterminated.begin(), unterminated.begin() + 3,
                                                     ", "),
                         unterminated.size() - 3);
+  const char* end = unterminated.size() == 1 ? "ends" : "end";
   STOKER_CHECK(allow_unterminated, DataError,
-               "{} end{} inside a document: no --eos-id {} after the last one (a file cut "
-               "short, or written without a final --eos-id?); --allow-unterminated imports "
-               "that document as it is",
-               named, unterminated.size() == 1 ? "s" : "", eos_id);
-  input->Warn(fmt::format("{} end{} without a final --eos-id {}: the last document imported as "
-                          "it is (--allow-unterminated)",
-                          named, unterminated.size() == 1 ? "s" : "", eos_id));
+               "{} {} inside a document: no --eos-id {} after the last one (a file cut short, or "
+               "written without a final --eos-id?); --allow-unterminated imports that document "
+               "as it is",
+               named, end, eos_id);
+  input->Warn(fmt::format("{} {} without a final --eos-id {}: the last document imported as it "
+                          "is (--allow-unterminated)",
+                          named, end, eos_id));
   return input;
 }
 

@@ -49,7 +49,7 @@ std::shared_ptr<ShardReader> ShardPool::Share(uint32_t file) {
 
 void ShardPool::CheckUnchanged(ShardReader& reader, uint32_t file) {
   const ShardInfo& shard = reader.shard();
-  const ShardReader::Stamp now = reader.Stat();
+  const FileStamp now = reader.Stat();
   STOKER_CHECK(now.bytes == shard.file_bytes, DataError,
                "{}: changed on disk since discovery: its size is {} bytes, discovery found {}; {}",
                reader.where(), now.bytes, shard.file_bytes, kMustNotChange);

@@ -60,7 +60,7 @@ class ShardPool {
   bool direct_reads_;
   std::list<std::pair<uint32_t, std::shared_ptr<ShardReader>>> lru_;  // most recent first
   std::unordered_map<uint32_t, decltype(lru_)::iterator> index_;
-  std::unordered_map<uint32_t, ShardReader::Stamp> first_seen_;  // at each file's first open
+  std::unordered_map<uint32_t, FileStamp> first_seen_;  // at each file's first open
   uint64_t opens_ = 0;
 };
 

@@ -24,6 +24,13 @@ int64_t ModifiedNs(const struct stat& st) {
 
 }  // namespace
 
+FileStamp StampOf(const struct stat& st) {
+  return {.bytes = static_cast<uint64_t>(st.st_size),
+          .device = static_cast<uint64_t>(st.st_dev),
+          .inode = static_cast<uint64_t>(st.st_ino),
+          .modified_ns = ModifiedNs(st)};
+}
+
 std::vector<std::string> ListFolder(const std::string& dir, bool folders) {
   std::vector<std::string> names;
   std::error_code ec;

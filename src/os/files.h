@@ -11,7 +11,20 @@
 #include <string_view>
 #include <vector>
 
+struct stat;
+
 namespace stoker {
+
+// What tells one version of a file from another: where it lives (device, inode), its size and its
+// modification time. Two stamps of one file that differ: it was replaced or written meanwhile.
+struct FileStamp {
+  uint64_t bytes = 0;
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  int64_t modified_ns = 0;  // mtime
+  bool operator==(const FileStamp&) const = default;
+};
+FileStamp StampOf(const struct stat& st);
 
 // Writes `bytes` to `path` atomically (via `path` + ".tmp"), creating parent folders. Throws
 // IoError naming the path and the failing call (open, write, fsync, rename); the temporary file

@@ -55,14 +55,11 @@ ShardReader::ShardReader(const std::string& root, const ShardInfo& shard, std::s
   arrays_ = LocateArrays(Hdf5File());
 }
 
-ShardReader::Stamp ShardReader::Stat() const {
+FileStamp ShardReader::Stat() const {
   struct stat st {};
   STOKER_CHECK(posix::Fstat(fd_, &st, path_) == 0, IoError, "{}: cannot stat (fstat): {}", where_,
                std::strerror(errno));
-  return {.bytes = static_cast<uint64_t>(st.st_size),
-          .device = static_cast<uint64_t>(st.st_dev),
-          .inode = static_cast<uint64_t>(st.st_ino),
-          .modified_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+  return StampOf(st);
 }
 
 void ShardReader::AdviseRandomReads() const { (void)::posix_fadvise(fd_, 0, 0, POSIX_FADV_RANDOM); }

@@ -63,14 +63,7 @@ class ShardReader {
   void CheckOffsetRead(const ReadResult& read, uint64_t start, uint64_t count) const;
 
   // What fstat says of the open file now: IoError when it fails.
-  struct Stamp {
-    uint64_t bytes = 0;
-    uint64_t device = 0;
-    uint64_t inode = 0;
-    int64_t modified_ns = 0;  // mtime
-    bool operator==(const Stamp&) const = default;
-  };
-  Stamp Stat() const;
+  FileStamp Stat() const;
 
   // Tells the kernel that this file is read at random places (posix_fadvise POSIX_FADV_RANDOM):
   // no read-ahead around each read, which on a corpus read in a shuffled order only fetches
