@@ -2,8 +2,9 @@
 # Builds stoker's libFuzzer targets (tests/fuzz: checkpoint, weights, jsonl, trace, config) with
 # clang, ASan and UBSan in build-asan (the ASan stage's build folder, scripts/sanitize.sh),
 # replays every input of tests/fuzz/regressions/<target>/ (crashes found before, now fixed), then
-# fuzzes each target for a bounded time starting from tests/fuzz/corpus/<target>/. Fails on the
-# first crash, leak, sanitizer report or timeout and names the input that caused it.
+# fuzzes each target for a bounded time starting from tests/fuzz/corpus/<target>/, as many targets
+# at once as there are cores. Fails on any crash, leak, sanitizer report or timeout and names the
+# input that caused it.
 #   scripts/fuzz.sh                         every target, FUZZ_SECONDS each
 #   FUZZ_SECONDS=600 scripts/fuzz.sh trace  one target, longer
 # Environment: FUZZ_SECONDS (default 20) per target; FUZZ_BUILD_DIR (default
@@ -43,38 +44,52 @@ echo "fuzz: built ${#targets[@]} targets in $((SECONDS - start)) s"
 # The trace target writes files: tmpfs when there is one.
 if [ -z "${TMPDIR:-}" ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
 export UBSAN_OPTIONS=print_stacktrace=1
-failed=0
-for t in "${targets[@]}"; do
-  binary="$build/tests/fuzz/${t}_fuzz"
-  artifacts="$build/fuzz-artifacts/$t"
-  log="$build/fuzz-$t.log"
+# fuzz_target T: replays T's regressions, then fuzzes T; its report goes to BUILD/fuzz-T.report.
+fuzz_target() {
+  local t=$1 binary="$build/tests/fuzz/$1_fuzz" artifacts="$build/fuzz-artifacts/$1"
+  local log="$build/fuzz-$1.log" report="$build/fuzz-$1.report" regressions dict=()
   mkdir -p "$build/fuzz-corpus/$t" "$artifacts"
   shopt -s nullglob
   regressions=(tests/fuzz/regressions/"$t"/*)
   shopt -u nullglob
-  if [ ${#regressions[@]} -gt 0 ]; then
-    if ! "$binary" -artifact_prefix="$artifacts/" "${regressions[@]}" > "$log" 2>&1; then
-      tail -40 "$log" >&2
-      echo "fuzz: $t: a regression input crashes again (log: $log)" >&2
-      failed=1
-      continue
-    fi
+  if [ ${#regressions[@]} -gt 0 ] &&
+     ! "$binary" -artifact_prefix="$artifacts/" "${regressions[@]}" > "$log" 2>&1; then
+    { tail -40 "$log"
+      echo "fuzz: $t: a regression input crashes again (log: $log)"; } > "$report"
+    return 1
   fi
-  dict=()
   [ -f "tests/fuzz/$t.dict" ] && dict=(-dict="tests/fuzz/$t.dict")
   if "$binary" "$build/fuzz-corpus/$t" "tests/fuzz/corpus/$t" "${dict[@]}" \
        -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
        -artifact_prefix="$artifacts/" > "$log" 2>&1; then
+    local runs rate seeds found
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
     seeds=$(find "tests/fuzz/corpus/$t" -type f | wc -l)
     found=$(find "$build/fuzz-corpus/$t" -type f | wc -l)
     echo "fuzz: $t: ok, ${runs:-?} inputs in ${seconds} s (${rate:-?}/s); corpus: $seeds seeds," \
-         "$found found here; ${#regressions[@]} regressions replayed"
+         "$found found here; ${#regressions[@]} regressions replayed" > "$report"
   else
-    tail -60 "$log" >&2
-    echo "fuzz: $t: CRASH; input: $(ls -t "$artifacts" | head -1 | sed "s|^|$artifacts/|")" >&2
-    echo "fuzz: fix the parser, then add the input to tests/fuzz/regressions/$t/ (log: $log)" >&2
+    { tail -60 "$log"
+      echo "fuzz: $t: CRASH; input: $(ls -t "$artifacts" | head -1 | sed "s|^|$artifacts/|")"
+      echo "fuzz: fix the parser, then add the input to tests/fuzz/regressions/$t/ (log: $log)"
+    } > "$report"
+    return 1
+  fi
+}
+
+# As many targets at once as there are cores (each fuzzer is one process); reports in order.
+failed=0
+pids=()
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$(stoker_cores)" ]; do wait -n || true; done
+  fuzz_target "$t" &
+  pids+=($!)
+done
+for i in "${!targets[@]}"; do
+  t=${targets[$i]}
+  if wait "${pids[$i]}"; then cat "$build/fuzz-$t.report"; else
+    cat "$build/fuzz-$t.report" >&2
     failed=1
   fi
 done

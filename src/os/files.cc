@@ -136,6 +136,25 @@ void WriteFileAtomically(const std::string& path, std::string_view bytes) {
   SyncPath(folder, /*folder=*/true);
 }
 
+void AppendFile(const std::string& path, std::string_view bytes) {
+  const std::filesystem::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
+  STOKER_CHECK(!ec, IoError, "cannot create folder {}: {}", target.parent_path().string(),
+               ec.message());
+  const int fd = posix::Open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  STOKER_CHECK(fd >= 0, IoError, "cannot open {} (open): {}", path, std::strerror(errno));
+  try {
+    WriteAll(fd, bytes, path);
+    STOKER_CHECK(posix::Fsync(fd, path) == 0, IoError, "cannot sync {} (fsync): {}", path,
+                 std::strerror(errno));
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+}
+
 std::string ReadFile(const std::string& path) {
   const int fd = posix::Open(path, O_RDONLY | O_CLOEXEC);
   STOKER_CHECK(fd >= 0, IoError, "cannot open {}: {}", path, std::strerror(errno));

@@ -32,6 +32,11 @@ FileStamp StampOf(const struct stat& st);
 // the rename is reported too: the new file is whole, but its name may not survive a crash.
 void WriteFileAtomically(const std::string& path, std::string_view bytes);
 
+// Appends `bytes` to `path` (created when missing, its folder too) in one write where the
+// file system takes it whole, then syncs it: what several runs add to one file, each its own
+// line. Throws IoError naming the path and the failing call.
+void AppendFile(const std::string& path, std::string_view bytes);
+
 // The whole file. Throws IoError naming the path.
 std::string ReadFile(const std::string& path);
 

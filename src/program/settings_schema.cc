@@ -204,9 +204,9 @@ const Setting kRunSettings[] = {
      "they are replayed",
      [](CLI::App* a, const Setting& s, S* v) { return Maybe(a, s, v->run.trace_dir); }},
     {"result_file", "--result", "RESULT_FILE", "", "run", kBoth, true,
-     "Also write the JSON object of the result line into FILE (rank 0, atomically), also when a "
-     "signal stopped the run early (stopped_early, end_step). A FILE that cannot be written is "
-     "an error before the run starts (exit 2)",
+     "Also append the JSON object of the result line to FILE as one line (rank 0), also when a "
+     "signal stopped the run early (stopped_early, end_step): the runs of a requeued job each "
+     "add theirs. A FILE that cannot be written is an error before the run starts (exit 2)",
      [](CLI::App* a, const Setting& s, S* v) { return Maybe(a, s, v->run.result_file); }},
     {"log_every", "--log-every", "", "steps", "run", kTrainer, false,
      "Log step, loss, tokens/s and data-wait share every K steps (0: never)",

@@ -269,7 +269,7 @@ std::string RunSession::Finish(std::string_view fields, const WriteTrainerFiles&
   const std::string text = JsonText(line);
   mpi::FailTogether(s.comm, [&] {
     if (s.comm.rank() != 0) return;
-    if (!s.settings.result_file.empty()) WriteFileAtomically(s.settings.result_file, text + "\n");
+    if (!s.settings.result_file.empty()) AppendFile(s.settings.result_file, text + "\n");
     std::puts(text.c_str());
     std::fflush(stdout);
   });

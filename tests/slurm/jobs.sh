@@ -15,9 +15,8 @@
 #      signalled with USR1 too: srun forwards it, the trainer saves and stops, no requeue.
 #   7. jobs/mpirun/train.sh on 2 ranks goes on 10 more steps, its figures also in RESULT_FILE;
 #      jobs/mpirun/reshard.sh refuses WORLD_SIZE=0 (exit 2).
-# The figures of a run that has a job output file of its own are read from its --result file
-# (RESULT_FILE), which no log line can break into; the two runs of the requeued job 1 share
-# theirs, so that job's are read from its output file.
+# The figures of every run are read from its --result file (RESULT_FILE), which no log line can
+# break into; the two runs of the requeued job 1 each append their line to one file.
 # Then `stoker audit --data` of the whole trace history: clean (no token lost or repeated across
 # the 4 -> 4 -> 2 -> 3 -> 2 -> 2 rank counts), its runs the six started, to the last step.
 # Environment: STOKER, STOKER_TRAIN (the programs), MPIRUN (mpirun with its flags).
@@ -61,8 +60,9 @@ ckpt=$work/ckpt
 # trainer stops within its first steps, far from its 60th, without racing a save.
 t=$SECONDS
 steps1=60
-id=$(slurm_submit STEPS=$steps1 CHECKPOINT_DIR="$ckpt" -n 4 -o "$work/train-%j.out" \
-     "$repo/jobs/slurm/train.sbatch")
+result=$work/train-result.json
+id=$(slurm_submit STEPS=$steps1 CHECKPOINT_DIR="$ckpt" RESULT_FILE="$result" -n 4 \
+     -o "$work/train-%j.out" "$repo/jobs/slurm/train.sbatch")
 out=$work/train-$id.out
 slurm_poll 120 "job $id to launch the trainer" grep -q "running: " "$out" ||
   { cat "$out" >&2 || true; fail "train.sbatch launched no trainer"; }
@@ -71,22 +71,23 @@ slurm_poll 90 "job $id to be requeued" requeued_or_ended "$id" || true
 [ "$(slurm_field "$id" Restarts)" = 1 ] ||
   { cat "$out" >&2; fail "job $id was not requeued after SIGUSR1"; }
 wait_job "$id" 300 "train.sbatch"
-[ "$(json_lines "$out")" = 2 ] || { cat "$out" >&2; fail "train.sbatch: not two runs in $out"; }
-stop=$(run_field "$out" 0 end_step)
-expect "$out" 0 stopped_early true "train.sbatch, first run"
-expect "$out" 0 ranks 4 "train.sbatch, first run"
-expect "$out" 0 start_step 0 "train.sbatch, first run"
+[ "$(json_lines "$result")" = 2 ] ||
+  { cat "$out" "$result" >&2; fail "train.sbatch: not two runs in $result"; }
+stop=$(run_field "$result" 0 end_step)
+expect "$result" 0 stopped_early true "train.sbatch, first run"
+expect "$result" 0 ranks 4 "train.sbatch, first run"
+expect "$result" 0 start_step 0 "train.sbatch, first run"
 [ "$stop" -lt "$steps1" ] || fail "train.sbatch: stopped at $stop, not before $steps1"
 expect_log "$out" "train: stopping at step $stop on signal; saved $ckpt/step-$stop" "train.sbatch"
 expect_log "$out" "restart count 0" "train.sbatch"
 expect_log "$out" "requeueing job $id" "train.sbatch"
 expect_log "$out" "restart count 1" "train.sbatch"
 expect_log "$out" "train: resumed from $ckpt/step-$stop (saved on 4 ranks, now 4)" "train.sbatch"
-expect "$out" 1 start_step "$stop" "train.sbatch, requeued run"
-expect "$out" 1 end_step "$steps1" "train.sbatch, requeued run"
-expect "$out" 1 stopped_early false "train.sbatch, requeued run"
-expect "$out" 1 resumed_from "$ckpt/step-$stop" "train.sbatch, requeued run"
-expect "$out" 1 saved_world 4 "train.sbatch, requeued run"
+expect "$result" 1 start_step "$stop" "train.sbatch, requeued run"
+expect "$result" 1 end_step "$steps1" "train.sbatch, requeued run"
+expect "$result" 1 stopped_early false "train.sbatch, requeued run"
+expect "$result" 1 resumed_from "$ckpt/step-$stop" "train.sbatch, requeued run"
+expect "$result" 1 saved_world 4 "train.sbatch, requeued run"
 ok "train.sbatch, 4 tasks: USR1 at step $stop -> saved, requeued (restart count 1), resumed" \
    "from step-$stop to $steps1 ($((SECONDS - t)) s)"
 

@@ -3,7 +3,7 @@
 //     refused naming the rule; STOKER_FAULTS keeps the rules of this process's rank only;
 //   - WriteFileAtomically whose write, fsync or rename fails: IoError naming the file and the
 //     call, the old file untouched, no temporary file left; the Nth call only; a failing fsync of
-//     the folder (SyncPath);
+//     the folder (SyncPath); AppendFile adding after what is there, a failing call named;
 //   - a pread failing in the middle of a shard: IoError naming the file, its dataset, the array
 //     and the byte offset; reads elsewhere in the file still work; a delay only slows a read;
 //   - a shard changed on disk after discovery (ShardPool): a size change, before the first open
@@ -144,6 +144,24 @@ TEST(AtomicWriteFaults, FailingFolderSyncIsReported) {
   ExpectMentions(message, dir / "loader");
   ExpectMentions(message, "(fsync)");
   ExpectMentions(message, "Input/output error");
+}
+
+// AppendFile: each call adds its bytes after the earlier ones (a requeued job's result lines);
+// a failing write or fsync is an IoError naming the file and the call.
+TEST(AppendFaults, AppendsEachCallAndNamesAFailingCall) {
+  TempDir dir;
+  const std::string path = dir / "results/run.json";
+  AppendFile(path, "{\"run\": 1}\n");
+  AppendFile(path, "{\"run\": 2}\n");
+  EXPECT_EQ(ReadFileBytes(path), "{\"run\": 1}\n{\"run\": 2}\n");
+  for (const std::string call : {"write", "fsync", "open"}) {
+    SCOPED_TRACE(call);
+    ScopedFaultPlan plan(call + ":run.json:1:enospc");
+    const std::string message = ErrorOf([&] { AppendFile(path, "{\"run\": 3}\n"); });
+    ExpectMentions(message, path);
+    ExpectMentions(message, "(" + call + ")");
+    ExpectMentions(message, "No space left on device");
+  }
 }
 
 // One shard of 2,000 uint32 tokens in dataset "web", described as discovery would.
