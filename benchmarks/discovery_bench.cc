@@ -7,6 +7,10 @@
 // or reuses that folder when an earlier run left it complete. It then measures, interleaved,
 // `repeat` times each after one untimed warm-up of both (the page cache forgets idle files here):
 //   discover  DiscoverCorpus on all ranks: barrier, then the time of the slowest rank;
+//   views     RequireSameCorpusView on all ranks (what the loader adds at start-up so that ranks
+//             seeing other files behind their paths are refused): the ranks of a node share the
+//             shards out, each opening its part to read sizes and content checksums, and one
+//             all-reduce compares the nodes' views; the time of the slowest rank;
 //   baseline  rank 0 alone listing the corpus and opening every file with HDF5 to describe /tokens
 //             and /doc_offsets: what a loader does when each rank reads all metadata itself. The
 //             other ranks sleep meanwhile, so the baseline is one process's cost at any rank count.
@@ -33,6 +37,7 @@
 #include "h5/h5.h"
 #include "mpi/comm.h"
 #include "order/random.h"
+#include "shard/corpus_view.h"
 #include "shard/discovery.h"
 #include "shard/shard_writer.h"
 #include "stoker/error.h"
@@ -212,6 +217,7 @@ Described DescribeEveryFile(const std::string& root) {
 
 struct Timings {
   std::vector<double> discover;
+  std::vector<double> views;
   std::vector<double> baseline;
 };
 
@@ -222,6 +228,7 @@ Timings Measure(const mpi::Comm& comm, const std::string& root, uint64_t files, 
     const double discover = TimeIt(comm, true, [&] { table = DiscoverCorpus(comm, root); });
     STOKER_CHECK(table.shards.size() == files, InternalError, "{}: found {} shards, made {}", root,
                  table.shards.size(), files);
+    const double views = TimeIt(comm, true, [&] { RequireSameCorpusView(comm, root); });
     Described seen;
     const double baseline = TimeIt(comm, false, [&] { seen = DescribeEveryFile(root); });
     // Rank 0 alone checks (and would end the job with MPI_Abort): the baseline did all the work.
@@ -232,6 +239,7 @@ Timings Measure(const mpi::Comm& comm, const std::string& root, uint64_t files, 
         seen.tokens, seen.offsets, table.total_tokens(), table.total_docs() + files);
     if (r < 0) continue;
     timings.discover.push_back(discover);
+    timings.views.push_back(views);
     timings.baseline.push_back(baseline);
   }
   return timings;
@@ -269,6 +277,7 @@ void Run(const mpi::Comm& comm, const Options& options) {
     if (comm.rank() == 0) {
       const double baseline = Median(timings.baseline);
       PrintLine("discover", comm.size(), files, timings.discover, baseline);
+      PrintLine("views", comm.size(), files, timings.views, baseline);
       PrintLine("baseline", 1, files, timings.baseline, baseline);
       std::fflush(stdout);
     }

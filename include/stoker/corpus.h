@@ -32,6 +32,9 @@ struct ShardInfo {
   std::optional<int64_t> eos_id;
   std::optional<int64_t> bos_id;
   std::optional<std::string> tokenizer;
+  // XXH3-64 of the offsets and tokens, as the writer recorded it (attribute `checksum`,
+  // docs/format.md); none in a shard written before stoker recorded one.
+  std::optional<uint64_t> checksum;
   bool operator==(const ShardInfo&) const = default;
 };
 

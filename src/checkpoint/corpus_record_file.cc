@@ -17,7 +17,8 @@ CorpusRecord RecordOf(const CorpusTable& table) {
                              .file_bytes = s.file_bytes,
                              .docs = s.docs,
                              .tokens = s.tokens,
-                             .token_type = s.token_type});
+                             .token_type = s.token_type,
+                             .checksum = s.checksum});
   }
   return record;
 }

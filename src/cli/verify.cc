@@ -40,6 +40,8 @@ nlohmann::json ReportJson(const VerifyReport& report, double seconds) {
           {"files_with_problems", report.FilesWithProblems()},
           {"documents", report.documents},
           {"tokens", report.tokens},
+          {"files_without_checksum", report.files_unrecorded - report.checksums_recorded},
+          {"checksums_recorded", report.checksums_recorded},
           {"seconds", seconds},
           {"problems", std::move(problems)}};
 }
@@ -71,7 +73,8 @@ Command SetupVerify(CLI::App& app) {
       "Checks a corpus completely: every shard's metadata (format version, /tokens and "
       "/doc_offsets present, 1-D integers) and every element of its arrays (token ids not "
       "negative and below vocab_size; document offsets from 0, never decreasing, ending at the "
-      "length of /tokens; eos_id and bos_id below vocab_size). Prints one line per problem "
+      "length of /tokens; eos_id and bos_id below vocab_size; the offsets and tokens hash to "
+      "the shard's recorded checksum, xxh3-64). Prints one line per problem "
       "(\"FILE: /OBJECT[INDEX]: message\"; each kind of fault once per file, with the count of "
       "the others) and a summary. Exit code 0 when the corpus is clean, 1 when not. Under "
       "mpirun the ranks read different files in parallel.");
@@ -84,6 +87,12 @@ Command SetupVerify(CLI::App& app) {
                 "full, files_with_problems, documents, tokens), seconds, and problems as a list "
                 "of {file, object, index, message, text} (index is null where none applies; "
                 "text is the problem's printed line)");
+  sub->add_flag("--record", args->options.record,
+                "Write the content checksum into every shard that has none (written before "
+                "stoker recorded one) and verified clean, in place: afterwards ranks that see "
+                "other content behind a shard's name are told apart, and a checkpoint saved "
+                "before no longer matches the corpus's fingerprint. Run it while no job reads "
+                "the corpus");
   sub->add_option("--block", args->options.block_elements,
                   "Array elements read at a time per rank; memory is about 16 bytes per element")
       ->capture_default_str()

@@ -176,6 +176,14 @@ File File::OpenReadOnly(const std::string& path) {
   return File(id, path);
 }
 
+File File::OpenReadWrite(const std::string& path) {
+  const Guard guard(Mutex());
+  SilenceOnce();
+  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  if (id < 0) Fail(fmt::format("{}: cannot open as HDF5 for writing", path));
+  return File(id, path);
+}
+
 File File::Create(const std::string& path) {
   const Guard guard(Mutex());
   SilenceOnce();

@@ -51,6 +51,8 @@ bool IsHdf5(const std::string& path);
 class File {
  public:
   static File OpenReadOnly(const std::string& path);
+  // Opens an existing file to add to it (an attribute: `stoker verify --record`).
+  static File OpenReadWrite(const std::string& path);
   // Creates (or truncates) `path`. Writes are deterministic: no modification times are stored.
   static File Create(const std::string& path);
 

@@ -283,6 +283,7 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, LoaderConfig* settings) {
   RequireSharedSettings(comm, config);
   LoaderSetup setup;
   setup.table = DiscoverCorpus(comm, config.data, &setup.arrays);
+  WarnOfShardsWithoutChecksum(comm, setup.table);
   const auto ranks_on_node = static_cast<uint64_t>(comm.RanksOnThisNode());
   settings->io_depth = RankIoDepth(config, ranks_on_node);
   mpi::FailTogether(comm, [&] {

@@ -1,14 +1,17 @@
 #include "loader/shared_settings.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <optional>
 
 #include "base/check.h"
 #include "os/host.h"
+#include "shard/corpus_view.h"
 
 namespace stoker {
 
@@ -59,8 +62,7 @@ void RequireCorpusFolder(const mpi::Comm& comm, const std::string& data) {
 }  // namespace
 
 std::vector<mpi::Setting> SharedSettings(const LoaderConfig& c) {
-  return {{"data", c.data},
-          {"seed", std::to_string(c.seed)},
+  return {{"seed", std::to_string(c.seed)},
           {"logical_shards", std::to_string(c.logical_shards)},
           {"seq_len", std::to_string(c.seq_len)},
           {"eos_id", Text(c.eos_id, "the corpus's")},
@@ -73,6 +75,19 @@ std::vector<mpi::Setting> SharedSettings(const LoaderConfig& c) {
 void RequireSharedSettings(const mpi::Comm& comm, const LoaderConfig& config) {
   mpi::RequireAgreement(comm, SharedSettings(config), "loader settings differ between ranks");
   RequireCorpusFolder(comm, config.data);
+  RequireSameCorpusView(comm, config.data);
+}
+
+void WarnOfShardsWithoutChecksum(const mpi::Comm& comm, const CorpusTable& table) {
+  if (comm.rank() != 0) return;
+  const auto without = std::count_if(table.shards.begin(), table.shards.end(),
+                                     [](const ShardInfo& s) { return !s.checksum; });
+  if (without == 0) return;
+  spdlog::warn(
+      "{} of {} shards of corpus {} carry no content checksum (written before stoker recorded "
+      "one): ranks that see other tokens behind the same names and sizes are not told apart, nor "
+      "is a shard rewritten at the same sizes since a save; `stoker verify --record {}` adds them",
+      without, table.shards.size(), table.root, table.root);
 }
 
 void RequireSameWeights(const mpi::Comm& comm, uint64_t step,

@@ -33,7 +33,17 @@ std::vector<Setting> Decode(std::string_view bytes) {
   return settings;
 }
 
-// "rank 3", "ranks 0-3, 8, 10-11", at most `max_ranges` runs; `ranks` ascending.
+
+// A value as shown: quoted when empty or when it has white space at an end.
+std::string Shown(const std::string& value) {
+  if (value.empty() || value.front() == ' ' || value.back() == ' ') {
+    return fmt::format("\"{}\"", value);
+  }
+  return value;
+}
+
+}  // namespace
+
 std::string RankRuns(const std::vector<int>& ranks, size_t max_ranges) {
   std::vector<std::string> runs;
   size_t shown = 0;
@@ -50,16 +60,6 @@ std::string RankRuns(const std::vector<int>& ranks, size_t max_ranges) {
   if (shown < ranks.size()) text += fmt::format(" and {} more", ranks.size() - shown);
   return text;
 }
-
-// A value as shown: quoted when empty or when it has white space at an end.
-std::string Shown(const std::string& value) {
-  if (value.empty() || value.front() == ' ' || value.back() == ' ') {
-    return fmt::format("\"{}\"", value);
-  }
-  return value;
-}
-
-}  // namespace
 
 std::string ValuesByRank(const std::vector<std::string>& value_of_rank, size_t max_values,
                          size_t max_ranges) {

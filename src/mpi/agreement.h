@@ -27,6 +27,10 @@ struct Setting {
 void RequireAgreement(const Comm& comm, const std::vector<Setting>& settings,
                       const std::string& what);
 
+// "rank 3", "ranks 0-3, 8, 10-11": at most `max_ranges` runs ("and N more"); `ranks` ascending.
+// Pure.
+std::string RankRuns(const std::vector<int>& ranks, size_t max_ranges = 8);
+
 // "1 on ranks 0, 2-5; 2 on rank 1": each value of `value_of_rank` (indexed by rank) with the
 // ranks that gave it, most common value first, at most `max_values` values, each with at most
 // `max_ranges` runs of ranks ("and N more"). Pure.

@@ -153,18 +153,31 @@ uint64_t Comm::Sum(uint64_t value) const {
 }
 
 uint64_t Comm::Max(uint64_t value) const {
-  Check(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_UINT64_T, MPI_MAX, get()), "MPI_Allreduce");
+  MaxInPlace(std::span<uint64_t>(&value, 1));
   return value;
 }
 
-int Comm::RanksOnThisNode() const {
+void Comm::MaxInPlace(std::span<uint64_t> values) const {
+  Check(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_UINT64_T,
+                      MPI_MAX, get()),
+        "MPI_Allreduce");
+}
+
+int Comm::RanksOnThisNode() const { return NodeComm().size(); }
+
+Comm Comm::NodeComm() const {
   MPI_Comm node = MPI_COMM_NULL;
   Check(MPI_Comm_split_type(get(), MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node),
         "MPI_Comm_split_type");
   const UniqueHandle<CommTraits> owned(node);
-  int size = 1;
-  Check(MPI_Comm_size(node, &size), "MPI_Comm_size");
-  return size;
+  return Comm(node);
+}
+
+Comm Comm::Split(int color) const {
+  MPI_Comm part = MPI_COMM_NULL;
+  Check(MPI_Comm_split(get(), color, rank_, &part), "MPI_Comm_split");
+  const UniqueHandle<CommTraits> owned(part);
+  return Comm(part);
 }
 
 namespace {

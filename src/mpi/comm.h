@@ -75,9 +75,14 @@ class Comm {
   void SumInPlace(std::span<float> values) const;
   uint64_t Sum(uint64_t value) const;
   uint64_t Max(uint64_t value) const;
+  void MaxInPlace(std::span<uint64_t> values) const;
   // Collective: the ranks of this communicator that share this rank's node (its memory), this one
   // included.
   int RanksOnThisNode() const;
+  // Collective: those ranks as a communicator, in this one's order.
+  Comm NodeComm() const;
+  // Collective: the ranks that give the same `color` (>= 0), in this communicator's order.
+  Comm Split(int color) const;
 
  private:
   UniqueHandle<CommTraits> handle_;

@@ -44,6 +44,8 @@ void EncodeCheck(const ShardCheck& check, ByteWriter* out) {
     PutOptional(out, s.bos_id);
     out->Put<uint8_t>(s.tokenizer.has_value());
     out->PutString(s.tokenizer.value_or(""));
+    out->Put<uint8_t>(s.checksum.has_value());
+    out->Put<uint64_t>(s.checksum.value_or(0));
   }
   out->Put<uint64_t>(check.problems.size());
   for (const auto& p : check.problems) EncodeProblem(p, out);
@@ -70,6 +72,9 @@ ShardCheck DecodeCheck(ByteReader* in) {
     const bool has_tokenizer = in->Get<uint8_t>() != 0;
     std::string tokenizer = in->GetString();
     if (has_tokenizer) s.tokenizer = std::move(tokenizer);
+    const bool has_checksum = in->Get<uint8_t>() != 0;
+    const auto checksum = in->Get<uint64_t>();
+    if (has_checksum) s.checksum = checksum;
     check.info = std::move(s);
   }
   check.problems.resize(in->Get<uint64_t>());
@@ -148,6 +153,9 @@ void FinishTable(CorpusTable* table) {
     fp.Add(s.docs);
     fp.Add(s.tokens);
     fp.Add(static_cast<uint64_t>(s.token_type));
+    // Shards written before stoker recorded checksums keep the fingerprint they had: a
+    // checkpoint of such a corpus still resumes on it.
+    if (s.checksum) fp.Add(*s.checksum);
   }
   table->fingerprint = fp.Hex();
 }

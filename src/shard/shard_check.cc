@@ -24,6 +24,7 @@
 #include "os/files.h"
 #include "os/posix_io.h"
 #include "os/unique_fd.h"
+#include "tokens/content_checksum.h"
 #include "shard/discovery.h"
 #include "tokens/token_type.h"
 
@@ -90,6 +91,19 @@ class ShardChecker {
   std::optional<int64_t> ReadInt(const h5::File& file, const std::string& name) {
     if (!file.HasAttribute(name)) return std::nullopt;
     return ReadPresentInt(file, name);
+  }
+
+  // The optional string attribute `name`: nullopt when absent, or after reporting a bad one.
+  std::optional<std::string> ReadString(const h5::File& file, const std::string& name) {
+    if (!file.HasAttribute(name)) return std::nullopt;
+    try {
+      return file.ReadStringAttribute(name);
+    } catch (const DataError& e) {  // not one string: says what it is
+      Add(name, WithoutPathPrefix(e.what(), file.path()));
+    } catch (const Hdf5Error& e) {
+      Add(name, "cannot be read: " + WithoutPathPrefix(e.what(), file.path()));
+    }
+    return std::nullopt;
   }
 
   // The description of a 1-D integer dataset, or nullopt after reporting why not.
@@ -222,13 +236,13 @@ bool DescribeAttributes(const h5::File& file, ShardChecker* checker, ShardInfo* 
     checker->Add("vocab_size", fmt::format("is {}; it must be positive", *s->vocab_size));
     ok = false;
   }
-  if (file.HasAttribute("tokenizer")) {
-    try {
-      s->tokenizer = file.ReadStringAttribute("tokenizer");
-    } catch (const DataError& e) {  // not one string: says what it is
-      checker->Add("tokenizer", WithoutPathPrefix(e.what(), file.path()));
-    } catch (const Hdf5Error& e) {
-      checker->Add("tokenizer", "cannot be read: " + WithoutPathPrefix(e.what(), file.path()));
+  s->tokenizer = checker->ReadString(file, "tokenizer");
+  if (const auto text = checker->ReadString(file, kChecksumAttribute)) {
+    s->checksum = ParseChecksum(*text);
+    if (!s->checksum) {
+      checker->Add(kChecksumAttribute,
+                   fmt::format("is \"{}\", not xxh3-64: and 16 lowercase hex digits", *text));
+      ok = false;
     }
   }
   return ok;

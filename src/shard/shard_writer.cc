@@ -73,6 +73,7 @@ ShardWriter::ShardWriter(std::string path, TokenType type, std::span<const uint6
   try {
     file_.emplace(h5::File::Create(temp_path_));
     WriteHeader(&*file_, type_, doc_offsets, attributes);
+    checksum_.AddOffsets(doc_offsets);
   } catch (...) {  // the destructor does not run for a constructor that throws
     file_.reset();
     std::remove(temp_path_.c_str());
@@ -94,6 +95,7 @@ void ShardWriter::Append(std::span<const uint64_t> tokens) {
   VisitTokenType(type_,
                  [&](auto zero) { Narrow<decltype(zero)>(tokens, written_, path_, &narrowed); });
   file_->WriteRaw("/tokens", IntTypeOf(type_), written_, tokens.size(), narrowed.data());
+  checksum_.AddTokenBytes(std::as_bytes(std::span<const char>(narrowed)));
   written_ += tokens.size();
 }
 
@@ -105,6 +107,7 @@ void ShardWriter::AppendRaw(std::span<const std::byte> raw) {
   STOKER_ASSERT(written_ + count <= total_, "{}: {} tokens beyond the declared {}", path_,
                 written_ + count, total_);
   file_->WriteRaw("/tokens", IntTypeOf(type_), written_, count, raw.data());
+  checksum_.AddTokenBytes(raw);
   written_ += count;
 }
 
@@ -112,6 +115,7 @@ void ShardWriter::Finish() {
   STOKER_ASSERT(file_.has_value(), "{}: Finish twice", path_);
   STOKER_ASSERT(written_ == total_, "{}: {} of {} tokens written", path_, written_, total_);
   try {
+    file_->WriteStringAttribute(kChecksumAttribute, ChecksumText(checksum_.Value()));
     file_->Close();
     file_.reset();
     // The data reaches the disk before the name does, and the name before Finish returns: after

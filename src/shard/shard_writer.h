@@ -5,7 +5,8 @@
 // shard's token type here (an id that does not fit, or is above 2^63 - 1, is a DataError). The
 // file is written under a temporary name (PATH.tmp), flushed to disk, renamed into place by
 // Finish() and its folder flushed, so a reader never sees half a shard, even after a crash. Files
-// are deterministic: the same calls write the same bytes.
+// are deterministic: the same calls write the same bytes. Finish() records the content checksum
+// (tokens/content_checksum.h), hashed as the offsets and tokens are written.
 //
 // Not thread safe: one thread per writer. HDF5 calls go through the h5 layer, which serializes
 // them with every other HDF5 call of the process.
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "h5/h5.h"
+#include "tokens/content_checksum.h"
 #include "stoker/corpus.h"
 
 namespace stoker {
@@ -54,6 +56,7 @@ class ShardWriter {
   std::string temp_path_;
   TokenType type_;
   std::optional<h5::File> file_;
+  ContentChecksum checksum_;
   uint64_t total_ = 0;
   uint64_t written_ = 0;
 };

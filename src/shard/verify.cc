@@ -12,6 +12,9 @@
 #include "base/bytes.h"
 #include "base/check.h"
 #include "base/text_table.h"
+#include "h5/h5.h"
+#include "os/files.h"
+#include "tokens/content_checksum.h"
 #include "shard/discovery.h"
 #include "shard/shard_reader.h"
 #include "stoker/program/memory.h"
@@ -65,8 +68,13 @@ class ContentChecker {
 
   void CheckOffsets() {
     uint64_t previous = 0;  // the last non-negative offset
-    ForEachOffset(reader_, block_,
-                  [&](uint64_t index, uint64_t offset) { CheckOffset(index, offset, &previous); });
+    std::vector<uint64_t> hashed;  // hashed a few thousand at a time, not one by one
+    ForEachOffset(reader_, block_, [&](uint64_t index, uint64_t offset) {
+      CheckOffset(index, offset, &previous);
+      hashed.push_back(offset);
+      if (hashed.size() == 4096) checksum_.AddOffsets(hashed), hashed.clear();
+    });
+    checksum_.AddOffsets(hashed);
   }
 
   void CheckTokens() {
@@ -75,8 +83,16 @@ class ContentChecker {
     for (uint64_t start = 0; start < shard_.tokens; start += ids.size()) {
       const uint64_t count = std::min<uint64_t>(ids.size(), shard_.tokens - start);
       reader_.ReadTokens(start, count, ids.data(), &scratch);
-      CheckTokenBlock(start, std::span<const int64_t>(ids.data(), count));
+      const std::span<const int64_t> block(ids.data(), count);
+      CheckTokenBlock(start, block);
+      checksum_.AddTokens(block, shard_.token_type);
     }
+    read_whole_ = true;
+  }
+
+  // The content checksum of the arrays read, once both were read whole.
+  std::optional<uint64_t> Checksum() const {
+    return read_whole_ ? std::optional(checksum_.Value()) : std::nullopt;
   }
 
   void Report(std::vector<Problem>* out) const {
@@ -146,6 +162,8 @@ class ContentChecker {
   ShardReader reader_;
   const ShardInfo& shard_;
   uint64_t block_;
+  ContentChecksum checksum_;
+  bool read_whole_ = false;
   std::optional<uint64_t> vocab_;
   std::optional<uint64_t> id_limit_;  // without vocab_size: 2^63 for uint64 tokens
   Finding negative_offsets_{"/doc_offsets", "negative offsets"};
@@ -221,21 +239,36 @@ std::string VerifyReport::Summary(double seconds) const {
   const std::string counts =
       fmt::format("{} datasets, {} files, {} documents, {} tokens", GroupThousands(datasets),
                   GroupThousands(files), GroupThousands(documents), GroupThousands(tokens));
-  if (ok()) return fmt::format("OK: {} checked in {:.1f} s", counts, seconds);
+  if (ok()) return fmt::format("OK: {} checked in {:.1f} s{}", counts, seconds, ChecksumNote());
   std::string failed = fmt::format("FAILED: {} {}", GroupThousands(problems.size()),
                                    problems.size() == 1 ? "problem" : "problems");
   if (const uint64_t bad = FilesWithProblems(); bad > 0) {
     failed += fmt::format(" in {} of {} files", GroupThousands(bad), GroupThousands(files));
   }
-  return fmt::format("{}; {} checked in {:.1f} s", failed, counts, seconds);
+  return fmt::format("{}; {} checked in {:.1f} s{}", failed, counts, seconds, ChecksumNote());
 }
 
-std::vector<Problem> VerifyShardContents(const std::string& root, const ShardInfo& shard,
-                                         const ArrayLocations& arrays,
-                                         const VerifyOptions& options) {
-  std::vector<Problem> problems;
+std::string VerifyReport::ChecksumNote() const {
+  if (files_unrecorded == 0) return "";
+  if (checksums_recorded == files_unrecorded) {
+    return fmt::format("; checksum recorded in {} files", GroupThousands(checksums_recorded));
+  }
+  std::string note = fmt::format(
+      "; {} files carry no checksum (written before stoker recorded one: ranks that see other "
+      "content behind their names are not told apart",
+      GroupThousands(files_unrecorded - checksums_recorded));
+  return note + (checksums_recorded > 0 ? fmt::format("; recorded in {} others)",
+                                                      GroupThousands(checksums_recorded))
+                                        : "; stoker verify --record adds it)");
+}
+
+ShardVerdict VerifyShardContents(const std::string& root, const ShardInfo& shard,
+                                 const ArrayLocations& arrays, const VerifyOptions& options) {
+  ShardVerdict verdict;
+  std::vector<Problem>& problems = verdict.problems;
   CheckSpecialIds(shard, &problems);
   std::optional<ContentChecker> checker;
+  const std::string path = root + "/" + shard.path;
   try {
     checker.emplace(root, shard, arrays, options.block_elements);
     checker->CheckOffsets();
@@ -243,12 +276,34 @@ std::vector<Problem> VerifyShardContents(const std::string& root, const ShardInf
   } catch (const InternalError&) {
     throw;                    // a bug of stoker's, not a fault of the file
   } catch (const Error& e) {  // IoError, DataError, Hdf5Error: the file cannot be read through
-    problems.push_back(
-        {shard.path, "", std::nullopt, WithoutPathPrefix(e.what(), root + "/" + shard.path)});
+    problems.push_back({shard.path, "", std::nullopt, WithoutPathPrefix(e.what(), path)});
   }
   // What was found before a read failed is still worth reporting.
   if (checker) checker->Report(&problems);
-  return problems;
+  const std::optional<uint64_t> content = checker ? checker->Checksum() : std::nullopt;
+  if (content && shard.checksum && *content != *shard.checksum) {
+    problems.push_back(
+        {shard.path, kChecksumAttribute, std::nullopt,
+         fmt::format("is {}, but the offsets and tokens hash to {}: the content changed since "
+                     "the shard was written",
+                     ChecksumText(*shard.checksum), ChecksumText(*content))});
+  }
+  verdict.unrecorded = !shard.checksum;
+  if (verdict.unrecorded && content && problems.empty() && options.record) {
+    try {
+      h5::File file = h5::File::OpenReadWrite(path);
+      file.WriteStringAttribute(kChecksumAttribute, ChecksumText(*content));
+      file.Close();
+      SyncPath(path, /*folder=*/false);
+      verdict.recorded = true;
+    } catch (const InternalError&) {
+      throw;
+    } catch (const Error& e) {
+      problems.push_back({shard.path, kChecksumAttribute, std::nullopt,
+                          "cannot be recorded: " + WithoutPathPrefix(e.what(), path)});
+    }
+  }
+  return verdict;
 }
 
 VerifyReport VerifyCorpus(const mpi::Comm& comm, const std::string& root,
@@ -270,12 +325,18 @@ VerifyReport VerifyCorpus(const mpi::Comm& comm, const std::string& root,
   VerifyReport report = ReportFromScan(scan);
 
   std::vector<Problem> mine;
+  uint64_t counts[2] = {0, 0};  // shards without a checksum, checksums recorded
   mpi::FailTogether(comm, [&] {
     for (size_t i = comm.rank(); i < shards.size(); i += comm.size()) {
-      for (auto& p : VerifyShardContents(root, shards[i], arrays[i], options))
-        mine.push_back(std::move(p));
+      ShardVerdict verdict = VerifyShardContents(root, shards[i], arrays[i], options);
+      for (auto& p : verdict.problems) mine.push_back(std::move(p));
+      counts[0] += verdict.unrecorded;
+      counts[1] += verdict.recorded;
     }
   });
+  comm.SumInPlace(counts);
+  report.files_unrecorded = counts[0];
+  report.checksums_recorded = counts[1];
   ByteWriter out;
   out.Put<uint64_t>(mine.size());
   for (const auto& p : mine) EncodeProblem(p, &out);

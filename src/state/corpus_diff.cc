@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/check.h"
+#include "tokens/content_checksum.h"
 
 namespace stoker {
 
@@ -29,6 +30,15 @@ std::string Change(const RecordedShard& saved, const RecordedShard& now) {
   if (saved.token_type != now.token_type) {
     parts.push_back(fmt::format("token type {} -> {}", TokenTypeName(saved.token_type),
                                 TokenTypeName(now.token_type)));
+  }
+  // Content that changed at the same counts and type (the file's size may differ with its
+  // layout); a record without a checksum (saved before stoker recorded them) says nothing of it.
+  const bool same_shape = saved.docs == now.docs && saved.tokens == now.tokens &&
+                          saved.token_type == now.token_type;
+  if (same_shape && saved.checksum && saved.checksum != now.checksum) {
+    parts.push_back(now.checksum ? "other content (checksum " + ChecksumText(*saved.checksum) +
+                                       " -> " + ChecksumText(*now.checksum) + ")"
+                                 : "checksum " + ChecksumText(*saved.checksum) + " -> none");
   }
   if (parts.empty()) return "";
   return fmt::format("{}: {}", now.path, fmt::join(parts, ", "));

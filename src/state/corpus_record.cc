@@ -24,7 +24,7 @@ size_t SharedPrefix(std::string_view a, std::string_view b) {
   return i;
 }
 
-RecordedShard GetShard(FieldReader* r, std::string_view previous_path) {
+RecordedShard GetShard(FieldReader* r, std::string_view previous_path, uint32_t version) {
   RecordedShard s;
   const uint64_t shared = r->U();
   if (shared > previous_path.size()) r->Fail("a path shares more than the previous path holds");
@@ -37,6 +37,10 @@ RecordedShard GetShard(FieldReader* r, std::string_view previous_path) {
       code < 32 ? TokenTypeFrom(static_cast<int>(code / 2), code % 2 == 1) : std::nullopt;
   if (!type) r->Fail(fmt::format("token type code {} of {}", code, s.path));
   s.token_type = *type;
+  if (version < 2) return s;
+  const uint64_t has_checksum = r->U();
+  if (has_checksum > 1) r->Fail(fmt::format("checksum flag {} of {}", has_checksum, s.path));
+  if (has_checksum == 1) s.checksum = r->U();
   return s;
 }
 
@@ -55,20 +59,24 @@ std::string EncodeCorpusRecord(const CorpusRecord& record) {
     payload.U(s.docs);
     payload.U(s.tokens);
     payload.U(TypeCode(s.token_type));
+    payload.U(s.checksum.has_value());
+    if (s.checksum) payload.U(*s.checksum);
     previous = s.path;
   }
   return FrameFile(kCorpusRecordMagic, kCorpusRecordFormatVersion, payload.bytes());
 }
 
 CorpusRecord DecodeCorpusRecord(std::string_view bytes, const std::string& source) {
-  FieldReader r = UnframeFile(bytes, kCorpusRecordMagic, kCorpusRecordFormatVersion, source, kCorpusRecordKind);
+  uint32_t version = 0;
+  FieldReader r = UnframeFile(bytes, kCorpusRecordMagic, 1, kCorpusRecordFormatVersion, source,
+                              kCorpusRecordKind, &version);
   CorpusRecord record;
   record.fingerprint = r.Str();
   // Every shard takes at least 6 bytes (five varints and an empty string's length).
   record.shards.resize(r.Count(6));
   std::string_view previous;  // into the previous shard's path, which stays put
   for (RecordedShard& s : record.shards) {
-    s = GetShard(&r, previous);
+    s = GetShard(&r, previous, version);
     previous = s.path;
   }
   if (!r.done()) r.Fail("bytes after the last shard");

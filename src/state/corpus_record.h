@@ -2,12 +2,13 @@
 // record"), so that a resume on a corpus that changed since the save can say which files were
 // added, removed or changed rather than only that the fingerprints differ. It holds, per shard,
 // what the corpus fingerprint covers (docs/format.md): the relative path, which names the
-// dataset, the file size, the document and token counts and the token type.
+// dataset, the file size, the document and token counts, the token type and the content checksum.
 //
-//   magic "STOKERCT", format version 1, then the payload (state/field_codec.h):
+//   magic "STOKERCT", format version 2, then the payload (state/field_codec.h):
 //   fingerprint str, shard count u, then per shard: the length of the prefix its path shares
 //   with the previous shard's (u), the rest of the path (str), bytes u, documents u, tokens u,
-//   token type u (2 x its size in bytes, + 1 when signed).
+//   token type u (2 x its size in bytes, + 1 when signed), then 0 (u) for a shard without a
+//   content checksum, or 1 and the checksum (u). Version 1, without the checksum, is still read.
 //
 // Paths share most of their bytes with their neighbour's, so a shard takes about 20 bytes (for
 // shards of 1 GiB): 2 MB for a corpus of 100,000 shards. Pure: no I/O. Decoding checks the frame
@@ -15,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,7 +25,7 @@
 
 namespace stoker {
 
-inline constexpr uint32_t kCorpusRecordFormatVersion = 1;
+inline constexpr uint32_t kCorpusRecordFormatVersion = 2;
 
 struct RecordedShard {
   std::string path;  // relative to the corpus root, e.g. "web/2024/part-00003.h5"
@@ -31,6 +33,7 @@ struct RecordedShard {
   uint64_t docs = 0;
   uint64_t tokens = 0;
   TokenType token_type = TokenType::kUint32;
+  std::optional<uint64_t> checksum;  // none: a shard without one, or a version-1 record
   bool operator==(const RecordedShard&) const = default;
 };
 

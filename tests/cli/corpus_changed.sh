@@ -4,7 +4,9 @@
 # In a copy of the corpus one shard is added (a shard copied under a new name), one removed and
 # one changed (another shard's bytes under its name: other documents, tokens and size). Then
 #   - --resume on the changed corpus is refused, once, naming each of the three files and what
-#     changed, below the fingerprint line; on the corpus it was saved from it resumes, with
+#     changed, below the fingerprint line; so is a resume onto a shard whose tokens were
+#     rewritten at the same sizes (its checksum recorded anew); on the corpus it was saved from
+#     it resumes, with
 #     another --batch-size too (the batch size per rank may change at a resume);
 #   - `stoker inspect STEP --data CHANGED` is refused naming the same files;
 #   - `stoker reshard` carries the record over, byte for byte, and the resharded step names the
@@ -78,6 +80,23 @@ PATTERNS=("corpus $changed (fingerprint" "is not the corpus checkpoint $step was
           "${PATTERNS[1]}")
 refused "inspect --data of the changed corpus" $MPIRUN -np 2 "$STOKER" inspect "$step" \
   --data "$changed"
+
+# Tokens rewritten at the same sizes by a tool that records the checksum (here: one token changed
+# with h5py, its checksum recomputed by `stoker verify --record`): refused, naming the shard and
+# both checksums.
+rewritten="$work/rewritten"
+cp -r "$corpus" "$rewritten"
+/usr/bin/python3 - "$rewritten/code/part-00000.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    f["tokens"][3] = (int(f["tokens"][3]) + 1) % int(f.attrs["vocab_size"])
+    del f.attrs["checksum"]
+PY
+ok "$work/record.log" "$STOKER" verify --record "$rewritten"
+PATTERNS=("corpus differs from the checkpoint's: 0 files added, 0 removed, 1 changed \
+(code/part-00000.h5: " "other content (checksum xxh3-64:")
+refused "resume on tokens rewritten at the same sizes" $MPIRUN -np 2 "$STOKER" run \
+  --data "$rewritten" "${args[@]}" --steps 8 --checkpoint-dir "$work/ck" --resume
 
 # The same corpus resumes, with another batch size per rank, and the next step has its record.
 ok "$work/resume.log" $MPIRUN -np 2 "$STOKER" run --data "$corpus" "${args3[@]}" --steps 8 \

@@ -11,6 +11,7 @@
 
 #include "order/random.h"
 #include "shard/shard_reader.h"
+#include "tokens/content_checksum.h"
 #include "tokens/token_type.h"
 
 namespace stoker::testing {
@@ -164,6 +165,15 @@ std::vector<uint64_t> Flatten(const Docs& docs, std::vector<uint64_t>* offsets) 
     offsets->push_back(tokens.size());
   }
   return tokens;
+}
+
+uint64_t ChecksumOf(const Docs& docs, TokenType type) {
+  std::vector<uint64_t> offsets;
+  const std::vector<uint64_t> tokens = Flatten(docs, &offsets);
+  ContentChecksum checksum;
+  checksum.AddOffsets(offsets);
+  checksum.AddTokens(std::vector<int64_t>(tokens.begin(), tokens.end()), type);
+  return checksum.Value();
 }
 
 uint64_t MaxTokenId(TokenType type) {

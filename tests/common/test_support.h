@@ -88,6 +88,9 @@ using Docs = std::vector<std::vector<uint64_t>>;
 // The documents' tokens, concatenated; `offsets` gets their n + 1 offsets.
 std::vector<uint64_t> Flatten(const Docs& docs, std::vector<uint64_t>* offsets);
 
+// The content checksum (tokens/content_checksum.h) of a shard of `docs` in `type`.
+uint64_t ChecksumOf(const Docs& docs, TokenType type);
+
 // The largest id a shard of `type` holds: the type's maximum, at most 2^63 - 1.
 uint64_t MaxTokenId(TokenType type);
 

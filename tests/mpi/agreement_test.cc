@@ -1,6 +1,8 @@
 // Settings that every rank must give alike (loader/shared_settings.h), at 1, 2 and 4 ranks: a
 // Loader whose ranks differ in any one of them is refused on every rank, the message naming the
 // setting, its values and the ranks of each; a corpus folder one rank cannot see names that rank;
+// another corpus behind one rank's path names the shard that differs, and a copy at another path
+// is the same corpus;
 // SetWeights with other weights, or after another step, on some rank is refused on every rank and
 // changes nothing, and the same call on every rank after the same step then goes through; a run
 // session (stoker/run_session.h) whose ranks differ in --steps or --checkpoint-dir is refused on
@@ -71,14 +73,11 @@ TEST_F(AgreementTest, EachSharedSettingGivenOtherwiseOnOneRankIsRefusedOnEveryRa
   if (comm_.size() < 2) GTEST_SKIP() << "a difference between ranks needs two";
   const std::string last = fmt::format("rank {}", comm_.size() - 1);
   const std::string others = AllButLast();
-  const std::string elsewhere = dir_ / "elsewhere";
   struct Case {
     std::function<void(LoaderConfig*)> change;  // on the last rank
     std::string line;                           // the line naming it
   };
   const std::vector<Case> cases = {
-      {[&](LoaderConfig* c) { c->data = elsewhere; },
-       fmt::format("data: {} on {}; {} on {}", dir_ / "corpus", others, elsewhere, last)},
       {[](LoaderConfig* c) { c->seed = 4; }, fmt::format("seed: 3 on {}; 4 on {}", others, last)},
       {[](LoaderConfig* c) { c->logical_shards = 32; },
        fmt::format("logical_shards: 16 on {}; 32 on {}", others, last)},
@@ -181,6 +180,44 @@ TEST_F(AgreementTest, ACorpusFolderOneRankCannotSeeNamesThatRankAndItsHost) {
                                  "or directory (1 of {} ranks cannot; the others can)",
                                  comm_.size() - 1, HostName(), comm_.size()))
       << "rank " << comm_.rank();
+}
+
+// The corpus is compared by what each rank sees behind its path, not by the path: another corpus
+// on the last rank is refused naming the first shard that differs; a copy at another path is the
+// same corpus and delivers the same batches.
+TEST_F(AgreementTest, ACorpusSeenOtherwiseByOneRankIsRefusedNamingTheShard) {
+  if (comm_.size() < 2) GTEST_SKIP() << "a difference between ranks needs two";
+  SynthSpec other;
+  other.out = dir_ / "other";
+  other.datasets = {{"a", 20000, 40}, {"b", 20000, 60}};
+  other.seed = 7;
+  SynthesizeCorpus(comm_, other);
+  LoaderConfig config = Config();
+  if (IsLast()) config.data = other.out;
+  const std::string message = Refusal(config);
+  const std::string host = HostName();
+  for (const std::string& part :
+       {std::string("the ranks do not all see the same corpus (they may name it by different "
+                    "paths, but must see the same files behind them):\n  "),
+        fmt::format("rank {} (host {}, corpus {}) sees a/", comm_.size() - 1, host, other.out),
+        fmt::format("; {} (host {}) see", AllButLast(), host), std::string("checksum xxh3-64:")}) {
+    EXPECT_NE(message.find(part), std::string::npos)
+        << "rank " << comm_.rank() << ": no '" << part << "' in: " << message;
+  }
+}
+
+TEST_F(AgreementTest, ACopyOfTheCorpusAtAnotherPathIsTheSameCorpus) {
+  if (comm_.rank() == 0) {
+    std::filesystem::copy(dir_ / "corpus", dir_ / "copy", std::filesystem::copy_options::recursive);
+  }
+  comm_.Barrier();
+  Loader one_path(MPI_COMM_WORLD, Config());
+  const testing::Stream want = Pull(one_path, 4);
+  LoaderConfig config = Config();
+  if (IsLast()) config.data = dir_ / "copy";
+  Loader two_paths(MPI_COMM_WORLD, config);
+  testing::ExpectSameStream(want, Pull(two_paths, 4), "the corpus copied on the last rank",
+                            comm_.rank());
 }
 
 TEST_F(AgreementTest, SetWeightsDifferingBetweenRanksIsRefusedEverywhereAndChangesNothing) {

@@ -24,6 +24,7 @@
 #include "order/random.h"
 #include "stoker/corpus.h"
 #include "stoker/error.h"
+#include "tokens/content_checksum.h"
 #include "tokens/token_type.h"
 
 namespace stoker {
@@ -98,10 +99,10 @@ std::string Serialize(const CorpusTable& table) {
   for (const auto& s : table.shards) {
     out += fmt::format(
         "shard {} ds={} bytes={} docs={} tokens={} type={} signed={} vocab={} eos={} bos={} "
-        "tokenizer={}\n",
+        "tokenizer={} checksum={}\n",
         s.path, s.dataset, s.file_bytes, s.docs, s.tokens, TokenTypeName(s.token_type),
         s.offsets_signed, s.vocab_size.value_or(-1), s.eos_id.value_or(-1), s.bos_id.value_or(-1),
-        s.tokenizer.value_or("-"));
+        s.tokenizer.value_or("-"), s.checksum ? ChecksumText(*s.checksum) : "-");
   }
   return out;
 }
@@ -143,6 +144,7 @@ CorpusTable ExpectedTable(const std::string& root, const std::vector<FileSpec>& 
     s.eos_id = f.attributes.eos_id;
     s.bos_id = f.attributes.bos_id;
     s.tokenizer = f.attributes.tokenizer;
+    s.checksum = testing::ChecksumOf(f.docs, f.type);
     ++d.num_shards;
     d.docs += s.docs;
     d.tokens += s.tokens;

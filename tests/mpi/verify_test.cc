@@ -1,6 +1,9 @@
 // VerifyCorpus on real files at 1, 2 and 4 ranks: one test per fault of the shard format, each on a
 // tiny corpus that rank 0 writes, checking the exact problem (file, object, index) and the key
-// words of its message on every rank, and that every rank got the same report.
+// words of its message on every rank, and that every rank got the same report. The content
+// checksum: one that no longer matches is named, whatever byte order or layout the file has;
+// a malformed one is refused; --record writes the writer's checksum into clean shards without
+// one, and only into those.
 #include "shard/verify.h"
 
 #include <fmt/format.h>
@@ -14,6 +17,8 @@
 #include <numeric>
 
 #include "common/test_support.h"
+#include "tokens/content_checksum.h"
+#include "shard/shard_check.h"
 #include "stoker/error.h"
 
 namespace stoker {
@@ -373,6 +378,67 @@ TEST_F(VerifyTest, BigFileDecreaseAfterTheFirstBlock) {
               "/doc_offsets",
               1'200'000,
               {"offset 2399990 is below the previous offset 2399998"}});
+}
+
+// The checksum of ShardOfLengths(lengths) with its tokens in `type`, `changed` added to token 0.
+std::string ChecksumOf(const std::vector<uint64_t>& lengths, TokenType type, int64_t changed = 0) {
+  const RawShard shard = ShardOfLengths(lengths);
+  std::vector<uint64_t> offsets(shard.doc_offsets->values.begin(), shard.doc_offsets->values.end());
+  std::vector<int64_t> tokens = shard.tokens->values;
+  tokens[0] += changed;
+  ContentChecksum checksum;
+  checksum.AddOffsets(offsets);
+  checksum.AddTokens(tokens, type);
+  return ChecksumText(checksum.Value());
+}
+
+TEST_F(VerifyTest, RecordedChecksumIsCheckedWhateverTheLayout) {
+  RawShard same = ShardOfLengths({3, 3}, "uint16be");
+  same.tokens->chunked = true;
+  same.string_attributes["checksum"] = ChecksumOf({3, 3}, TokenType::kUint16);
+  RawShard changed = ShardOfLengths({3, 3}, "uint16");
+  changed.string_attributes["checksum"] = ChecksumOf({3, 3}, TokenType::kUint16, 1);
+  Write("web/a.h5", same);
+  Write("web/b.h5", changed);
+  ExpectOnly({"web/b.h5",
+              "checksum",
+              std::nullopt,
+              {"is " + ChecksumOf({3, 3}, TokenType::kUint16, 1),
+               "hash to " + ChecksumOf({3, 3}, TokenType::kUint16), "the content changed"}});
+}
+
+TEST_F(VerifyTest, MalformedChecksumIsAProblem) {
+  RawShard shard = ShardOfLengths({3, 3});
+  shard.string_attributes["checksum"] = "md5:0123";
+  Write("web/a.h5", shard);
+  ExpectOnly({"web/a.h5", "checksum", std::nullopt, {"\"md5:0123\"", "not xxh3-64:"}});
+}
+
+TEST_F(VerifyTest, RecordWritesTheChecksumIntoCleanShardsWithoutOne) {
+  RawShard bad = ShardOfLengths({3, 3});
+  bad.int_attributes["vocab_size"] = 6;  // token 6 is at vocab_size
+  Write("web/a.h5", ShardOfLengths({3, 3}));
+  Write("web/b.h5", ShardOfLengths({2, 5}, "int32"));
+  Write("web/c.h5", bad);
+  VerifyReport report = Verify();
+  EXPECT_EQ(report.files_unrecorded, 3u);
+  EXPECT_EQ(report.checksums_recorded, 0u);
+  EXPECT_NE(report.Summary(1).find("; 3 files carry no checksum"), std::string::npos)
+      << report.Summary(1);
+  report = Verify({.record = true});
+  EXPECT_EQ(report.problems.size(), 1u) << Describe(report);  // c.h5's token at vocab_size
+  EXPECT_EQ(report.checksums_recorded, 2u);
+  EXPECT_NE(report.Summary(1).find("1 files carry no checksum"), std::string::npos)
+      << report.Summary(1);
+  report = Verify();
+  EXPECT_EQ(report.files_unrecorded, 1u);
+  const auto recorded = [&](const std::string& rel) {
+    const auto info = DescribeShard(dir_.path(), rel, 0).info;
+    return info && info->checksum ? ChecksumText(*info->checksum) : "none";
+  };
+  EXPECT_EQ(recorded("web/a.h5"), ChecksumOf({3, 3}, TokenType::kUint32));
+  EXPECT_EQ(recorded("web/b.h5"), ChecksumOf({2, 5}, TokenType::kInt32));
+  EXPECT_EQ(recorded("web/c.h5"), "none");
 }
 
 }  // namespace

@@ -1,10 +1,13 @@
 // The difference between a checkpoint's corpus record and the corpus of a resume: files added,
 // removed and changed (each field the fingerprint covers), at most `shown` of each kind named,
-// and a record identical to the corpus said to differ in its fingerprint only.
+// and a record identical to the corpus said to differ in its fingerprint only. Content checksums:
+// other content at the same counts is named with both; a record without checksums names none.
 #include "state/corpus_diff.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include "tokens/content_checksum.h"
 
 namespace stoker {
 namespace {
@@ -46,6 +49,28 @@ TEST(CorpusDiff, EveryFieldTheFingerprintCoversCounts) {
   EXPECT_EQ(DescribeCorpusDiff(DiffCorpus(Saved(), now)),
             "corpus differs from the checkpoint's: 0 files added, 0 removed, 1 changed "
             "(web/part-00001.h5: 2000 -> 2001 tokens)");
+}
+
+TEST(CorpusDiff, OtherContentAtTheSameCountsIsNamedByItsChecksums) {
+  CorpusRecord saved = Saved();
+  for (RecordedShard& s : saved.shards) s.checksum = 7;
+  CorpusRecord now = saved;
+  now.shards[0].checksum = 8;      // other tokens, the same counts
+  now.shards[1].checksum = 9;      // ... and a file of another size
+  now.shards[1].file_bytes = 9100;
+  now.shards[2].checksum = std::nullopt;  // the checksum gone
+  now.shards[3].docs = 101;               // other counts: the checksum is not repeated
+  now.shards[3].checksum = 10;
+  EXPECT_EQ(DiffCorpus(saved, now).changed,
+            (std::vector<std::string>{
+                "code/part-00003.h5: other content (checksum " + ChecksumText(7) + " -> " +
+                    ChecksumText(8) + ")",
+                "code/part-00004.h5: 9000 -> 9100 bytes, other content (checksum " +
+                    ChecksumText(7) + " -> " + ChecksumText(9) + ")",
+                "web/part-00000.h5: checksum " + ChecksumText(7) + " -> none",
+                "web/part-00001.h5: 100 -> 101 documents"}));
+  // A record saved without checksums says nothing of the content.
+  EXPECT_TRUE(DiffCorpus(Saved(), saved).empty());
 }
 
 TEST(CorpusDiff, OrderOfTheTablesDoesNotMatter) {

@@ -1,10 +1,12 @@
-// The corpus record's codec: a table round trips, paths sharing prefixes or not; every flipped
-// bit or cut is refused naming the file; a corpus of 100,000 shards stays small.
+// The corpus record's codec: a table round trips, paths sharing prefixes or not, shards with and
+// without a content checksum; every flipped bit or cut is refused naming the file; a version-1
+// record (no checksums) is still read; a corpus of 100,000 shards stays small.
 #include "state/corpus_record.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "state/field_codec.h"
 #include "stoker/error.h"
 
 namespace stoker {
@@ -12,8 +14,8 @@ namespace {
 
 CorpusRecord SomeRecord() {
   return {.fingerprint = "0123456789abcdef0123456789abcdef",
-          .shards = {{"code/part-00000.h5", 4096, 12, 3000, TokenType::kUint16},
-                     {"code/part-00001.h5", 5000, 1200, 50000, TokenType::kUint32},
+          .shards = {{"code/part-00000.h5", 4096, 12, 3000, TokenType::kUint16, 0xc0ffee},
+                     {"code/part-00001.h5", 5000, 1200, 50000, TokenType::kUint32, ~uint64_t{0}},
                      {"web/2024/a.h5", 0, 0, 0, TokenType::kInt64},
                      {"web/2024/ab.h5", 1, 2, 3, TokenType::kUint8},
                      {"web/2024/a.h5", 7, 8, 9, TokenType::kInt8},  // a prefix of the previous
@@ -46,6 +48,19 @@ TEST(CorpusRecord, EveryFlippedBitOrCutIsRefusedNamingTheFile) {
           << e.what();
     }
   }
+}
+
+TEST(CorpusRecord, VersionOneWithoutChecksumsIsStillRead) {
+  FieldWriter payload;
+  payload.Str("0123456789abcdef0123456789abcdef");
+  payload.U(1);  // one shard: no shared prefix, its path, bytes, documents, tokens, uint16
+  payload.U(0);
+  payload.Str("web/a.h5");
+  for (const uint64_t field : {10, 2, 3, 4}) payload.U(field);
+  const CorpusRecord record = DecodeCorpusRecord(FrameFile("STOKERCT", 1, payload.bytes()), "f");
+  ASSERT_EQ(record.shards.size(), 1u);
+  EXPECT_EQ(record.shards[0],
+            (RecordedShard{"web/a.h5", 10, 2, 3, TokenType::kUint16, std::nullopt}));
 }
 
 TEST(CorpusRecord, OneHundredThousandShardsTakeAboutTwentyBytesEach) {

@@ -108,6 +108,7 @@ TEST_F(DescribeShardTest, GoodShardGivesItsTableRow) {
   expected.eos_id = 0;
   expected.bos_id = 1;
   expected.tokenizer = "my tokenizer v2";
+  expected.checksum = testing::ChecksumOf(docs, TokenType::kUint16);
   EXPECT_EQ(got, expected);
 
   // No optional attributes: none in the row.

@@ -1,11 +1,15 @@
 // ShardWriter and WriteShard: appending in pieces writes the same bytes as writing at once, the
 // same calls write byte-identical files, an id that does not fit the token type (or is above
 // 2^63 - 1) is a DataError that leaves no file, and unfinished writers leave nothing behind.
+// Each shard records its content checksum: XXH3-64 of the offsets as uint64 then the tokens in
+// the shard's type, both little-endian, computed here with libxxhash alone; discovery reads it
+// back; the token type is part of it; its text form parses back and nothing else does.
 // Reading the files back is tested in shard_reader_test.cc.
 #include "shard/shard_writer.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -15,6 +19,8 @@
 #include <vector>
 
 #include "common/test_support.h"
+#include "tokens/content_checksum.h"
+#include "shard/shard_check.h"
 #include "stoker/error.h"
 #include "tokens/token_type.h"
 
@@ -69,6 +75,50 @@ TEST_F(ShardWriterTest, SameCallsWriteByteIdenticalFiles) {
   other[1].push_back(5);
   WriteTestShard(dir_ / "c/z.h5", other, TokenType::kUint16, attributes);
   EXPECT_FALSE(a == ReadFileBytes(dir_ / "c/z.h5"));
+}
+
+// The checksum of `docs` as the format defines it, from the bytes themselves.
+template <typename T>
+uint64_t ExpectedChecksum(const testing::Docs& docs) {
+  std::vector<uint64_t> offsets;
+  const std::vector<uint64_t> tokens = testing::Flatten(docs, &offsets);
+  std::string bytes(reinterpret_cast<const char*>(offsets.data()), offsets.size() * 8);
+  for (const uint64_t t : tokens) {
+    const T narrow = static_cast<T>(t);
+    bytes.append(reinterpret_cast<const char*>(&narrow), sizeof(T));
+  }
+  return XXH3_64bits(bytes.data(), bytes.size());
+}
+
+TEST_F(ShardWriterTest, RecordsTheContentChecksum) {
+  const auto docs = MakeDocs(TokenType::kUint16, 4, 40);
+  WriteTestShard(dir_ / "web/a.h5", docs, TokenType::kUint16);
+  WriteTestShard(dir_ / "web/b.h5", docs, TokenType::kUint32);
+  const ShardCheck a = DescribeShard(dir_.path(), "web/a.h5", 0);
+  const ShardCheck b = DescribeShard(dir_.path(), "web/b.h5", 0);
+  ASSERT_TRUE(a.info && b.info);
+  EXPECT_EQ(a.info->checksum, ExpectedChecksum<uint16_t>(docs));
+  EXPECT_EQ(b.info->checksum, ExpectedChecksum<uint32_t>(docs));
+  EXPECT_NE(a.info->checksum, b.info->checksum) << "the token type is part of the content";
+  // Appending raw bytes (as an import does) records the same.
+  std::vector<uint64_t> offsets;
+  const std::vector<uint64_t> tokens = testing::Flatten(docs, &offsets);
+  std::vector<uint16_t> raw(tokens.begin(), tokens.end());
+  ShardWriter writer(dir_ / "web/c.h5", TokenType::kUint16, offsets, {});
+  writer.AppendRaw(std::as_bytes(std::span(raw)));
+  writer.Finish();
+  EXPECT_EQ(DescribeShard(dir_.path(), "web/c.h5", 0).info->checksum, a.info->checksum);
+}
+
+TEST(ContentChecksumText, ParsesItsOwnFormAndNothingElse) {
+  EXPECT_EQ(ChecksumText(0xc0ffee), "xxh3-64:0000000000c0ffee");
+  EXPECT_EQ(ParseChecksum("xxh3-64:0000000000c0ffee"), 0xc0ffeeu);
+  EXPECT_EQ(ParseChecksum(ChecksumText(~uint64_t{0})), ~uint64_t{0});
+  for (const char* bad : {"", "xxh3-64:", "xxh3-64:0000000000C0FFEE", "xxh3-64:c0ffee",
+                          "xxh3-64:0000000000c0ffee0", "xxh64:0000000000c0ffee",
+                          "xxh3-64:000000000-c0ffee", "xxh3-64:0000000000c0ffeg"}) {
+    EXPECT_EQ(ParseChecksum(bad), std::nullopt) << bad;
+  }
 }
 
 TEST_F(ShardWriterTest, IdThatDoesNotFitIsDataErrorAndLeavesNoFile) {
