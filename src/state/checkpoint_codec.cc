@@ -113,6 +113,11 @@ MixSchedule GetSchedule(FieldReader* r, uint64_t datasets) {
   return MixSchedule(std::move(entries));
 }
 
+// A run identity as a version 3 file holds it: 32 lowercase hex digits.
+bool IsRunId(std::string_view run) {
+  return run.size() == 32 && run.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
 OrderIdentity GetIdentity(FieldReader* r) {
   OrderIdentity id;
   id.corpus_fingerprint = r->Str();
@@ -135,10 +140,13 @@ std::string EncodeCheckpoint(const RankCheckpoint& c) {
   STOKER_ASSERT(s.delivered.size() == s.datasets && s.deficit.size() == s.datasets &&
                     s.interleave.size() == s.datasets && c.schedule.datasets() == s.datasets,
                 "a checkpoint of {} datasets", s.datasets);
+  STOKER_ASSERT(c.run.empty() || IsRunId(c.run), "a run identity \"{}\"", c.run);
+  const uint32_t version = c.run.empty() ? 2 : kCheckpointFormatVersion;
   FieldWriter payload;
   PutIdentity(c.identity, &payload);
   payload.U(c.world);
   payload.U(c.rank);
+  if (version >= 3) payload.Str(c.run);
   for (double w : c.weights) payload.D(w);
   PutSchedule(c.schedule, &payload);
   payload.U(s.step);
@@ -157,17 +165,22 @@ std::string EncodeCheckpoint(const RankCheckpoint& c) {
     payload.U(u.dataset);
     payload.U(u.shard);
   }
-  return FrameFile(kCheckpointMagic, kCheckpointFormatVersion, payload.bytes());
+  return FrameFile(kCheckpointMagic, version, payload.bytes());
 }
 
 RankCheckpoint DecodeCheckpoint(std::string_view bytes, const std::string& source) {
   uint32_t version = 0;
-  FieldReader r = UnframeFile(bytes, kCheckpointMagic, 1, kCheckpointFormatVersion, source, kCheckpointKind, &version);
+  FieldReader r = UnframeFile(bytes, kCheckpointMagic, 1, kCheckpointFormatVersion, source,
+                              kCheckpointKind, &version);
   RankCheckpoint c;
   c.identity = GetIdentity(&r);
   c.world = r.U();
   c.rank = r.U();
   if (c.world == 0 || c.rank >= c.world) r.Fail(fmt::format("rank {} of {}", c.rank, c.world));
+  if (version >= 3) {
+    c.run = r.Str();
+    if (!IsRunId(c.run)) r.Fail("a run identity that is not 32 hex digits");
+  }
   const uint64_t datasets = c.identity.datasets.size();
   for (uint64_t d = 0; d < datasets; ++d) c.weights.push_back(r.D());
   if (version >= 2) {

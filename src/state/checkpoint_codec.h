@@ -1,11 +1,13 @@
-// The loader checkpoint file, format version 2 (docs/checkpoint.md): one file per rank holding
-// its RankState, the weight schedule it ran under and everything that shapes the order, so that
+// The loader checkpoint file, format version 3 (docs/checkpoint.md): one file per rank holding
+// its RankState, the weight schedule it ran under, everything that shapes the order, so that
 // a resume can refuse a checkpoint of another corpus, seed, logical-shard count, seq_len or
-// EOS/BOS and say what differs.
+// EOS/BOS and say what differs, and the identity of the run that saved it, so that the rank
+// files of one step can be told to be one save.
 //
 //   bytes 0..7    magic "STOKERCK"
-//   bytes 8..11   format version, uint32 little-endian (2; version 1, without the schedule and
-//                 the mixer's deficits, is still read)
+//   bytes 8..11   format version, uint32 little-endian (3; version 2, without the run identity,
+//                 and version 1, without the schedule and the mixer's deficits too, are still
+//                 read)
 //   bytes 12..19  payload length P, uint64 little-endian
 //   bytes 20..    payload: LEB128 varints, zigzag for signed values, length-prefixed strings
 //   last 8 bytes  XXH3-64 of every byte before them, little-endian
@@ -28,7 +30,7 @@
 
 namespace stoker {
 
-inline constexpr uint32_t kCheckpointFormatVersion = 2;
+inline constexpr uint32_t kCheckpointFormatVersion = 3;
 
 // What shapes the order: a resume must match all of it (the weights are not part of it: they
 // may change).
@@ -50,10 +52,16 @@ struct RankCheckpoint {
                                 // `weights` from step 0 on)
   uint64_t world = 1;
   uint64_t rank = 0;
+  // The run that saved it: 32 lowercase hex digits (128 random bits drawn once per run,
+  // checkpoint/run_id.h), the same in every rank file of one save. Empty in a file of version 1
+  // or 2, which carries none.
+  std::string run;
   RankState state;
   bool operator==(const RankCheckpoint&) const = default;
 };
 
+// Version 3; a checkpoint without a run identity (read from a file of version 1 or 2) as
+// version 2, the newest version without the field, so that it reads back as it was.
 std::string EncodeCheckpoint(const RankCheckpoint& checkpoint);
 
 // Throws DataError naming `source` (a file name) when the bytes are not a valid checkpoint.

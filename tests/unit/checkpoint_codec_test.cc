@@ -48,15 +48,76 @@ RankCheckpoint SomeCheckpoint() {
       {{.step = 0, .weights = {0.5, 0.5}}, {.step = 100, .ramp = true, .weights = {0.75, 0.25}}});
   c.world = 2;
   c.rank = 1;
+  c.run = "4f3a0c9be18d2a7755c0e3f1b6a98d12";
   c.state = StateAfterRows(corpus, 17);
   return c;
+}
+
+// The format version a file's bytes 8..11 hold.
+uint32_t VersionOf(const std::string& bytes) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i)
+    v |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[8 + i])) << 8 * i;
+  return v;
 }
 
 TEST(CheckpointCodec, RoundTrips) {
   const RankCheckpoint c = SomeCheckpoint();
   const std::string bytes = EncodeCheckpoint(c);
+  EXPECT_EQ(VersionOf(bytes), 3u);
   EXPECT_EQ(DecodeCheckpoint(bytes, "f"), c);
+  EXPECT_EQ(DecodeCheckpoint(bytes, "f").run, "4f3a0c9be18d2a7755c0e3f1b6a98d12");
   EXPECT_LT(bytes.size(), 400u);  // cursors, not tokens: a few bytes per logical shard
+}
+
+// Version 3 is version 2 with the run identity (a str) after the rank: the same file without it,
+// framed as version 2, reads as the same checkpoint without a run identity, and a checkpoint
+// without one encodes as exactly that file.
+TEST(CheckpointCodec, AVersion2FileWithoutRunIdentityIsRead) {
+  const RankCheckpoint c = SomeCheckpoint();
+  const std::string v3 = EncodeCheckpoint(c);
+  std::string payload = v3.substr(20, v3.size() - 28);
+  FieldWriter head;  // the fields before the run identity: the order identity, world and rank
+  head.Str(c.identity.corpus_fingerprint);
+  head.U(c.identity.seed);
+  head.U(c.identity.logical_shards);
+  head.U(c.identity.seq_len);
+  head.S(c.identity.eos_id);
+  head.U(1);
+  head.S(*c.identity.bos_id);
+  head.U(c.identity.datasets.size());
+  for (const std::string& name : c.identity.datasets) head.Str(name);
+  head.U(c.world);
+  head.U(c.rank);
+  const size_t at = head.bytes().size();
+  ASSERT_EQ(payload.substr(0, at), head.bytes());
+  ASSERT_EQ(payload.substr(at, 33), "\x20" + c.run);  // length 32, then the digits
+  payload.erase(at, 33);
+  const std::string v2 = FrameFile("STOKERCK", 2, payload);
+  RankCheckpoint without = c;
+  without.run.clear();
+  EXPECT_EQ(DecodeCheckpoint(v2, "v2"), without);
+  EXPECT_EQ(EncodeCheckpoint(without), v2);
+}
+
+TEST(CheckpointCodec, ARunIdentityThatIsNot32HexDigitsIsRefused) {
+  const std::string good = EncodeCheckpoint(SomeCheckpoint());
+  const std::string payload = good.substr(20, good.size() - 28);
+  const size_t at = payload.find(SomeCheckpoint().run);
+  ASSERT_NE(at, std::string::npos);
+  for (const std::string& run : {std::string("4F3A0C9BE18D2A7755C0E3F1B6A98D12"),
+                                 std::string("4f3a0c9be18d2a77"), std::string()}) {
+    std::string bad = payload;
+    bad.replace(at - 1, 33, static_cast<char>(run.size()) + run);
+    try {
+      DecodeCheckpoint(FrameFile("STOKERCK", 3, bad), "rank-1.ckpt");
+      ADD_FAILURE() << "run identity \"" << run << "\" was accepted";
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find("a run identity that is not 32 hex digits"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(CheckpointCodec, EveryFlippedBitOrCutIsRefused) {
@@ -126,12 +187,12 @@ TEST(CheckpointCodec, ADeficitThatIsNoNumberOrAnUnknownVersionIsRefused) {
   c.state.deficit[1] = std::numeric_limits<double>::infinity();
   EXPECT_THROW(DecodeCheckpoint(EncodeCheckpoint(c), "f"), DataError);
   const std::string good = EncodeCheckpoint(SomeCheckpoint());
-  const std::string v3 = FrameFile("STOKERCK", 3, good.substr(20, good.size() - 28));
+  const std::string v4 = FrameFile("STOKERCK", 4, good.substr(20, good.size() - 28));
   try {
-    DecodeCheckpoint(v3, "f");
-    ADD_FAILURE() << "version 3 was accepted";
+    DecodeCheckpoint(v4, "f");
+    ADD_FAILURE() << "version 4 was accepted";
   } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("format version 3 (this stoker reads 1 to 2)"),
+    EXPECT_NE(std::string(e.what()).find("format version 4 (this stoker reads 1 to 3)"),
               std::string::npos)
         << e.what();
   }

@@ -70,17 +70,30 @@ TEST(FuzzRegressionsTest, CheckpointSeedsAreValidFiles) {
 }
 
 // Format version 1 (before weight schedules) is still read: its weights from step 0 on, the
-// mixer's deficits at 0. Version 2 keeps the schedule it ran under.
+// mixer's deficits at 0. Version 2 keeps the schedule it ran under. Neither has a run identity.
 TEST(FuzzRegressionsTest, CheckpointFormatVersions1And2AreRead) {
   const fs::path dir = fs::path(STOKER_SOURCE_DIR) / "tests/fuzz/corpus/checkpoint";
   const RankCheckpoint v1 = DecodeCheckpoint(SeedFile(dir / "run-step9-rank1-of-3-weights"), "v1");
   EXPECT_EQ(v1.schedule, MixSchedule::Constant(v1.weights));
   EXPECT_EQ(v1.state.deficit, std::vector<double>(v1.state.datasets, 0.0));
+  EXPECT_TRUE(v1.run.empty());
   const RankCheckpoint v2 = DecodeCheckpoint(SeedFile(dir / "run-schedule-rank0-of-2"), "v2");
   ASSERT_EQ(v2.schedule.entries().size(), 3u);  // "0:a=1,b=1;5:a=3;~20:b=1"
   EXPECT_TRUE(v2.schedule.entries()[2].ramp);
   EXPECT_EQ(v2.schedule.entries()[1].weights, (std::vector<double>{1.0, 0.0}));
   EXPECT_EQ(v2.weights, v2.schedule.WeightsAt(v2.state.step));
+  EXPECT_TRUE(v2.run.empty());
+}
+
+// Version 3 adds the run identity: both rank files of one save carry the same one.
+TEST(FuzzRegressionsTest, CheckpointFormatVersion3CarriesTheRunIdentity) {
+  const fs::path dir = fs::path(STOKER_SOURCE_DIR) / "tests/fuzz/corpus/checkpoint";
+  const RankCheckpoint r0 = DecodeCheckpoint(SeedFile(dir / "run-identity-rank0-of-2"), "r0");
+  const RankCheckpoint r1 = DecodeCheckpoint(SeedFile(dir / "run-identity-rank1-of-2"), "r1");
+  EXPECT_EQ(r0.run.size(), 32u);
+  EXPECT_EQ(r0.run, r1.run);
+  EXPECT_EQ(r1.rank, 1u);
+  EXPECT_EQ(DecodeCheckpoint(EncodeCheckpoint(r1), "again"), r1);
 }
 
 RankCheckpoint OneShardCheckpoint() {
