@@ -137,6 +137,7 @@ CheckpointStats CollectCheckpointStats(const std::string& step_dir, const Corpus
                         .step = step.step,
                         .world = step.world,
                         .identity = step.identity,
+                        .run = step.run,
                         .weights = step.weights,
                         .schedule = step.schedule,
                         .with_corpus = corpus != nullptr};
@@ -198,6 +199,8 @@ std::string IdentityLines(const CheckpointStats& s) {
   std::string out =
       fmt::format("checkpoint {}\nloader state after step {}, saved by {} ranks (file format {})\n",
                   s.step_dir, s.step, s.world, s.format_version);
+  out += s.run.empty() ? "run identity: none (saved before stoker wrote one)\n"
+                       : fmt::format("run identity {}\n", s.run);
   out += fmt::format("corpus fingerprint {}; datasets {}\n", id.corpus_fingerprint,
                      fmt::join(id.datasets, ", "));
   out += fmt::format("seed {}; {} logical shards; seq_len {}; eos_id {}; bos_id {}\n", id.seed,

@@ -20,6 +20,40 @@ void CheckRankAlone(const RankCheckpoint& c, uint64_t rank, const std::string& p
                c.state.shards.begin, c.state.shards.end, rank, c.world, owned.begin, owned.end);
 }
 
+std::string SaveText(const std::string& run, uint64_t step) {
+  return run.empty() ? fmt::format("no run identity (file format 1 or 2), step {}", step)
+                     : fmt::format("run {}, step {}", run, step);
+}
+
+// The rank files of a step folder are one save: written by one run (the same run identity), at
+// one step, by one world size (the folder's: a file's content must match its name). A file of
+// another save is refused naming it and rank file 0; which of the two is the stranger only the
+// user can tell (at 2 ranks nothing else could).
+//
+// Such a step is refused even where --resume picks the newest step by itself, rather than
+// passed over as incomplete: a killed save leaves rank files missing, never one of another run
+// (each file is written under its own name, atomically, and a resume that saves sets aside the
+// steps after the one it resumes from: restore.h SetAsideStepsAfter). A rank file of another run
+// was put there from outside a run (copied from another checkpoint folder, synced by a tool), or
+// by a trainer that saves after a resume without setting those steps aside, completing a killed
+// save with files of its own: a mix that resumed wrong batches before runs had an identity.
+// Passing over it would throw away the training since the step before without anyone having
+// decided to, and the resume would set the mixed folder aside as interrupted: the user who
+// copied the file expects to hear about it. Put the right file back, or move the step away.
+void CheckSameSave(const CheckpointStep& step, const RankCheckpoint& c, const std::string& path) {
+  STOKER_CHECK(c.run == step.run, DataError,
+               "{} was saved by another run than {} of the same step folder ({}; rank file 0: "
+               "{}): the rank files of a step are one save of one run, and one of these two "
+               "was copied in from another run's checkpoint. Put back the file of the run that "
+               "saved the others, or move the step folder away (--resume then goes on from the "
+               "newest step before it)",
+               path, CheckpointFileName(0, step.world), SaveText(c.run, c.state.step),
+               SaveText(step.run, step.step));
+  STOKER_CHECK(c.state.step == step.step, DataError,
+               "{}: holds step {}, but rank file 0 of the same folder holds step {}", path,
+               c.state.step, step.step);
+}
+
 }  // namespace
 
 CheckpointStep OpenCheckpointStep(const std::string& step_dir,
@@ -34,6 +68,7 @@ CheckpointStep OpenCheckpointStep(const std::string& step_dir,
           .step = first.state.step,
           .world = first.world,
           .identity = std::move(first.identity),
+          .run = std::move(first.run),
           .weights = std::move(first.weights),
           .schedule = std::move(first.schedule)};
 }
@@ -46,9 +81,7 @@ RankCheckpoint ReadStepRank(const CheckpointStep& step, uint64_t rank, std::stri
                "{}: does not belong with rank file 0 of {} (\"checkpoint\" below is rank file "
                "0, \"now\" this file):\n  {}",
                path, step.path, fmt::join(differences, "\n  "));
-  STOKER_CHECK(c.state.step == step.step, DataError,
-               "{}: holds step {}, but rank file 0 of the same folder holds step {}", path,
-               c.state.step, step.step);
+  CheckSameSave(step, c, path);
   CheckRankAlone(c, rank, path);
   return c;
 }

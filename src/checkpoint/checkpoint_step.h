@@ -6,7 +6,8 @@
 // OpenCheckpointStep checks what the folder holds (every rank file of one world size, and the
 // trainer's required files: checkpoint_store.h) and reads rank file 0; ReadStepRank reads any
 // rank's file and checks that it belongs with rank file 0: the same identity (corpus, seed,
-// logical shards, seq_len, EOS/BOS), world size and step, and the logical shards its rank owns.
+// logical shards, seq_len, EOS/BOS), the same save (run identity, step and world size), and the
+// logical shards its rank owns.
 // Memory: one rank file at a time. Not collective, no MPI; thread safe (no shared state).
 #pragma once
 
@@ -23,6 +24,8 @@ struct CheckpointStep {
   uint64_t step = 0;            // of the loader state (rank file 0)
   uint64_t world = 0;           // the ranks that saved it
   OrderIdentity identity;       // rank file 0's, which every other rank file shares
+  std::string run;              // the run that saved rank file 0, which every other rank file
+                                // shares (empty: files of format 1 or 2, which carry none)
   std::vector<double> weights;  // as saved by rank 0, normalized, corpus order
   MixSchedule schedule;         // as saved by rank 0 (a rescale gives every rank file rank 0's)
 };
@@ -34,8 +37,9 @@ struct CheckpointStep {
 CheckpointStep OpenCheckpointStep(const std::string& step_dir,
                                   const std::vector<std::string>& required_files = {});
 
-// Rank `rank`'s file of `step`, checked against it: DataError naming the file otherwise. With
-// `bytes`, also the file's bytes as read.
+// Rank `rank`'s file of `step`, checked against it: DataError naming the file otherwise (of
+// another save: naming rank file 0 too, and both files' runs and steps). With `bytes`, also the
+// file's bytes as read.
 RankCheckpoint ReadStepRank(const CheckpointStep& step, uint64_t rank,
                             std::string* bytes = nullptr);
 

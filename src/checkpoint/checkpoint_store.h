@@ -56,7 +56,9 @@ std::vector<StepFolder> ListStepFolders(const std::string& checkpoint_dir,
 // The newest complete step folder under `checkpoint_dir`, or nullopt when it holds no step
 // folder at all. Newer incomplete ones (a job killed while saving) are logged and passed over;
 // step folders of which none is complete are refused (ConfigError) rather than taken for a
-// fresh start, which would repeat every token already trained on.
+// fresh start, which would repeat every token already trained on. Names only: a step whose rank
+// files are of two saves is complete here, and refused by the resume rather than passed over
+// (checkpoint_step.cc says why).
 std::optional<StepFolder> NewestCompleteStep(const std::string& checkpoint_dir,
                                              const std::vector<std::string>& required_files = {});
 

@@ -13,6 +13,7 @@
 #include "checkpoint/checkpoint_step.h"
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/corpus_record_file.h"
+#include "checkpoint/run_id.h"
 #include "os/files.h"
 #include "os/host.h"
 #include "state/rescale.h"
@@ -34,9 +35,13 @@ void CopyRankFiles(const CheckpointStep& step, const std::string& out_step_dir,
   }
 }
 
+// The new rank files are one save: they keep the run identity of the files they are made from, so
+// that the new step says which run's training it holds (and resharding the same step twice gives
+// the same files); a step of format 1 or 2, which has none, gets a new one.
 void RescaleRankFiles(const CheckpointStep& step, uint64_t new_world,
                       const std::string& out_step_dir, ReshardStats* stats) {
   const OrderIdentity& identity = step.identity;
+  const std::string run = step.run.empty() ? NewRunId() : step.run;
   std::vector<std::vector<RescalePart>> parts(new_world);
   for (uint64_t k = 0; k < step.world; ++k) {
     const RankCheckpoint old = ReadStepRank(step, k);
@@ -49,7 +54,8 @@ void RescaleRankFiles(const CheckpointStep& step, uint64_t new_world,
                        .weights = step.weights,
                        .schedule = step.schedule,
                        .world = new_world,
-                       .rank = n};
+                       .rank = n,
+                       .run = run};
     out.state = AssembleState(std::move(parts[n]), identity.datasets.size(),
                               identity.logical_shards, new_world, n);
     const std::string bytes = EncodeCheckpoint(out);

@@ -117,6 +117,7 @@ CheckpointStep OpenStepTogether(const mpi::Comm& comm, const std::string& step_d
     }
     out.Put<uint64_t>(step.world);
     out.Put<uint64_t>(step.step);
+    out.PutString(step.run);
     out.PutString(EncodeMixSchedule(step.schedule));
   });
   std::string bytes = out.Take();
@@ -125,6 +126,7 @@ CheckpointStep OpenStepTogether(const mpi::Comm& comm, const std::string& step_d
   CheckpointStep step{.path = step_dir, .identity = now};
   step.world = in.Get<uint64_t>();
   step.step = in.Get<uint64_t>();
+  step.run = in.GetString();
   step.schedule = DecodeMixSchedule(in.GetString(), now.datasets.size(), step_dir);
   step.weights = step.schedule.WeightsAt(step.step);
   return step;

@@ -51,7 +51,8 @@ struct RestoredState {
 // This rank's state from the step folder `step_dir`. Refuses (ConfigError) a checkpoint saved with
 // another corpus, seed, logical-shard count, seq_len or EOS/BOS than `now`, saying what differs
 // (of another corpus: which files of `corpus`, the table `now` was made from, differ);
-// a missing or corrupt rank file is an error naming it.
+// a missing or corrupt rank file, or one of another save than rank file 0 (another run identity
+// or step: ReadStepRank), is an error naming it.
 RestoredState RestoreRankState(const mpi::Comm& comm, const std::string& step_dir,
                                const OrderIdentity& now, const CorpusTable& corpus);
 

@@ -111,6 +111,7 @@ nlohmann::json CheckpointJson(const CheckpointStats& s) {
           {"format_version", s.format_version},
           {"step", s.step},
           {"world_size", s.world},
+          {"run", s.run.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.run)},
           {"generation", s.generation},
           {"corpus_fingerprint", id.corpus_fingerprint},
           {"seed", id.seed},
@@ -233,7 +234,9 @@ Command SetupInspect(CLI::App& app) {
                 "{min, mean, p50, p90, p99, max}, and datasets: NAME -> {files, docs, tokens, "
                 "dtype, tokenizers (the shards' tokenizer attributes), doc_length}. For a "
                 "checkpoint: kind \"checkpoint\", path, "
-                "format_version, step, world_size, generation, corpus_fingerprint, seed, "
+                "format_version, step, world_size, run (the run identity every rank file "
+                "carries; null: none, saved before stoker wrote one), generation, "
+                "corpus_fingerprint, seed, "
                 "logical_shards, seq_len, eos_id, bos_id (null: none), bytes, with_corpus, "
                 "corpus_record {state: whole (with shards), none (saved before stoker wrote "
                 "one) or unusable (with problem: corrupt, unreadable, of another corpus)}, "

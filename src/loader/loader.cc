@@ -12,6 +12,7 @@
 #include "checkpoint/checkpoint_writer.h"
 #include "checkpoint/corpus_record_file.h"
 #include "checkpoint/restore.h"
+#include "checkpoint/run_id.h"
 #include "loader/batch_stream.h"
 #include "loader/loader_setup.h"
 #include "loader/shared_settings.h"
@@ -29,6 +30,17 @@ std::string WeightsText(const CorpusTable& table, const std::vector<double>& wei
       parts.push_back(fmt::format("{}={:.4g}", table.datasets[d].name, weights[d]));
   }
   return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// Collective: this run's identity, drawn by rank 0 and known to every rank, so that every rank
+// file of a save carries the same one (docs/checkpoint.md).
+std::string ShareRunId(const mpi::Comm& comm) {
+  std::string run;
+  mpi::FailTogether(comm, [&] {
+    if (comm.rank() == 0) run = NewRunId();
+  });
+  comm.Broadcast(&run, 0);
+  return run;
 }
 
 }  // namespace
@@ -60,7 +72,8 @@ class Loader::Impl {
 
   mpi::Comm comm_;
   LoaderConfig config_;
-  LoaderSetup setup_;  // its planner's schedule changes with SetWeights
+  LoaderSetup setup_;      // its planner's schedule changes with SetWeights
+  const std::string run_;  // this run's identity, in every rank file it saves (a resume draws anew)
   // Rank 0's encoded corpus record, written beside its rank file at every save (null on other
   // ranks): encoded once, since the table does not change during a run.
   std::shared_ptr<const std::string> corpus_record_;
@@ -74,6 +87,7 @@ Loader::Impl::Impl(MPI_Comm comm, const LoaderConfig& config)
     : comm_(comm),
       config_(config),
       setup_(SetUpLoader(comm_, &config_)),
+      run_(ShareRunId(comm_)),
       corpus_record_(comm_.rank() == 0 ? std::make_shared<const std::string>(
                                              EncodeCorpusRecord(RecordOf(setup_.table)))
                                        : nullptr),
@@ -143,6 +157,7 @@ void Loader::Impl::Save(const std::string& step_dir) {
                           .schedule = setup_.planner.schedule,
                           .world = static_cast<uint64_t>(comm_.size()),
                           .rank = static_cast<uint64_t>(comm_.rank()),
+                          .run = run_,
                           .state = delivered_};
   std::optional<CheckpointWriter::FirstFile> record;
   if (corpus_record_)

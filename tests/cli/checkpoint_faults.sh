@@ -6,6 +6,10 @@
 #     newest complete step (the dump proves which); `stoker inspect` of it fails naming the file;
 #   - a truncated or a bit-flipped rank file in the newest step: an error naming the file;
 #   - a checkpoint of another corpus or seed: refused, saying what differs;
+#   - a rank file of another run (the same seed, corpus and shapes, another batch size) copied over
+#     the same-named file of the newest step, at 2 and 3 ranks: --resume (which picked that step)
+#     refuses it rather than pass it over, and so do `stoker inspect` and `stoker reshard`, naming
+#     the file and both runs; the unmixed folders resume, and save under a new run identity;
 #   - more ranks than logical shards (fresh, resumed, or `stoker reshard --world-size`): refused;
 # every error exits non-zero, printed once (by rank 0 only).
 # Then a run saving every step is killed with SIGKILL at random moments, several times: each
@@ -131,6 +135,53 @@ grep -q -F "does not belong to this run" "$work/out.txt" ||
 dir=$(copy other-seed)
 expect_error "another seed" 2 "seed: checkpoint 4, now 5" \
   run "${base[@]}" --logical-shards 16 --seed 5 --checkpoint-dir "$dir" --resume --steps 20
+
+# --- A rank file of another run: refused naming it, at 2 and 3 ranks. ---
+# json_field FILE KEY: the value of KEY in the JSON object in FILE.
+json_field() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$@"; }
+for np in 2 3; do
+  first=$(printf 'rank-00000-of-%05d.ckpt' "$np")
+  last=$(printf 'rank-%05d-of-%05d.ckpt' $((np - 1)) "$np")
+  for run_batch in a:2 b:3; do  # the same seed, corpus and shapes; another batch size
+    run=${run_batch%:*}
+    timeout 60 $MPIRUN -np "$np" "$STOKER" run --data "$work/corpus" --seq-len "$seq" \
+      --batch-size "${run_batch#*:}" --logical-shards 16 --seed 4 --steps 8 --save-every 4 \
+      --checkpoint-dir "$work/run-$run$np" > "$work/run.log" 2>&1 ||
+      { cat "$work/run.log" >&2; fail "saving run $run at $np ranks"; }
+    timeout 60 "$STOKER" inspect "$work/run-$run$np/step-8" --json > "$work/run-$run$np.json" \
+      2> "$work/run.log" || { cat "$work/run.log" >&2; fail "inspect of run $run at $np ranks"; }
+  done
+  run_a=$(json_field "$work/run-a$np.json" run)
+  run_b=$(json_field "$work/run-b$np.json" run)
+  [[ $run_a =~ ^[0-9a-f]{32}$ && $run_b =~ ^[0-9a-f]{32}$ && $run_a != "$run_b" ]] ||
+    fail "$np ranks: the runs' identities are '$run_a' and '$run_b', not two of 32 hex digits"
+  dir="$work/mixed$np"
+  cp -r "$work/run-a$np" "$dir"
+  cp "$work/run-b$np/step-8/loader/$last" "$dir/step-8/loader/$last"
+  says="$dir/step-8/loader/$last was saved by another run than $first of the same step folder \
+(run $run_b, step 8; rank file 0: run $run_a, step 8)"
+  expect_error "a rank file of another run, $np ranks" "$np" "$says" \
+    run "${common[@]}" --checkpoint-dir "$dir" --resume --steps 12 --save-every 4
+  ! grep -q -F "passing over" "$work/out.txt" || fail "$np ranks: the mixed step was passed over:
+$(cat "$work/out.txt")"
+  [ -d "$dir/step-8/loader" ] || fail "$np ranks: the mixed step was moved away: $(ls "$dir")"
+  expect_error "inspect of a step with a rank file of another run, $np ranks" 1 "$says" \
+    inspect "$dir/step-8"
+  expect_error "reshard of a step with a rank file of another run, $np ranks" 1 "$says" \
+    reshard "$dir/step-8" --world-size 1 --out "$work/mixed-resharded$np/step-8"
+  ! ls -A "$work/mixed-resharded$np" | grep -q step-8 ||
+    fail "$np ranks: a refused reshard left its output: $(ls -A "$work/mixed-resharded$np")"
+  # The unmixed folder resumes, and the resumed run saves under an identity of its own.
+  timeout 60 $MPIRUN -np "$np" "$STOKER" run "${common[@]}" --checkpoint-dir "$work/run-a$np" \
+    --resume --steps 12 --save-every 4 > "$work/run.log" 2>&1 ||
+    { cat "$work/run.log" >&2; fail "$np ranks: run A's own folder did not resume"; }
+  timeout 60 "$STOKER" inspect "$work/run-a$np/step-12" --json > "$work/resumed.json" ||
+    fail "$np ranks: inspect of the resumed run's step 12"
+  resumed=$(json_field "$work/resumed.json" run)
+  [[ $resumed =~ ^[0-9a-f]{32}$ && $resumed != "$run_a" ]] ||
+    fail "$np ranks: the resumed run saved under identity '$resumed' (the run it resumed: $run_a)"
+  echo "ok: $np ranks: run A's folder resumed from step 8 and saved step 12 as run $resumed"
+done
 
 # --- More ranks than logical shards. ---
 few=("${base[@]}" --logical-shards 2 --seed 4)

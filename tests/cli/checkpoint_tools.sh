@@ -2,8 +2,9 @@
 # The checkpoint tools end to end, as a user runs them: `stoker run` saves loader checkpoints on
 # 2 ranks; `stoker reshard` rewrites step 10 for 3 ranks (alone, and under mpirun with the same
 # bytes) and prints its summary, and for 2 ranks copies the files unchanged; `stoker inspect`
-# describes both step folders (table and --json: identity, per-rank logical shards, per-dataset
-# progress kept across the reshard, epochs done with --data); resuming from the resharded
+# describes both step folders (table and --json: identity, the run identity the reshard keeps,
+# per-rank logical shards, per-dataset progress kept across the reshard, epochs done with
+# --data); resuming from the resharded
 # folder on 3 ranks dumps the same batches as resuming from the original on 3 ranks; reshard
 # refuses --world-size 0, a world size above the logical shards, an existing output, an
 # incomplete step and a corrupt file; inspect of a corrupt file, of an incomplete step and with
@@ -106,7 +107,7 @@ ok "$work/orig-data" "$STOKER" inspect "$work/ck/step-10/loader/" --json --data 
 ok "$work/orig-table" "$STOKER" inspect "$work/ck/step-10" --data "$corpus"
 grep -q "epochs done" "$work/orig-table.out" || fail "inspect --data shows no epochs done"
 python3 - "$work" "$fingerprint" $shards $((10 * 2 * batch * (seq + 1))) <<'EOF' ||
-import json, os, sys
+import json, os, re, sys
 work, fingerprint = sys.argv[1], sys.argv[2]
 shards, rows_tokens = int(sys.argv[3]), int(sys.argv[4])
 corpus = json.load(open(f"{work}/corpus.out"))
@@ -135,6 +136,11 @@ for name, j, world, generation in (("orig", orig, 2, 0), ("new", new, 3, 1), ("d
     started = sum(v["started_tokens"] for v in j["datasets"].values())
     if started < rows_tokens:
         problems.append(f"{name}: {started} tokens started, fewer than the {rows_tokens} delivered")
+
+# One run identity for the whole step; the reshard keeps it (the same run's training).
+if not re.fullmatch("[0-9a-f]{32}", str(orig["run"])):
+    problems.append(f"run identity {orig['run']!r}: not 32 hex digits")
+expect("the resharded step's run", new["run"], orig["run"])
 
 # The reshard moves cursors and re-splits counters: every per-dataset total stays.
 for d in "abc":

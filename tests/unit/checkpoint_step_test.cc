@@ -31,6 +31,7 @@ RankCheckpoint RankFile(uint64_t rank, uint64_t world) {
   c.schedule = MixSchedule::Constant(c.weights);
   c.world = world;
   c.rank = rank;
+  c.run = "9b2c00000000000000000000000000aa";
   c.state = InitialRankState(2, kLogicalShards, world, rank);
   c.state.step = 7;
   return c;
@@ -64,6 +65,7 @@ TEST(CheckpointStep, OneCheckpointLoadsWithItsIdentity) {
   EXPECT_EQ(step.step, 7u);
   EXPECT_EQ(step.world, 3u);
   EXPECT_EQ(step.identity, RankFile(0, 3).identity);
+  EXPECT_EQ(step.run, RankFile(0, 3).run);
   EXPECT_EQ(step.weights, RankFile(0, 3).weights);
   for (uint64_t r = 0; r < 3; ++r) EXPECT_EQ(ReadStepRank(step, r), RankFile(r, 3));
 }
@@ -108,6 +110,19 @@ TEST(CheckpointStep, RankFilesOfAnotherCheckpointAreRefusedNamingTheFile) {
   const std::vector<std::pair<std::function<void(RankCheckpoint*)>, std::string>> cases = {
       {[](RankCheckpoint* c) { c->identity.seed = 4; }, "seed: checkpoint 3, now 4"},
       {[](RankCheckpoint* c) { c->state.step = 8; }, "holds step 8, but rank file 0"},
+      {[](RankCheckpoint* c) { c->run = "4f3a00000000000000000000000000bb"; },
+       "was saved by another run than rank-00000-of-00003.ckpt of the same step folder (run "
+       "4f3a00000000000000000000000000bb, step 7; rank file 0: run "
+       "9b2c00000000000000000000000000aa, step 7)"},
+      {[](RankCheckpoint* c) {
+         c->run = "4f3a00000000000000000000000000bb";
+         c->state.step = 8;
+       },
+       "(run 4f3a00000000000000000000000000bb, step 8; rank file 0: run "
+       "9b2c00000000000000000000000000aa, step 7)"},
+      {[](RankCheckpoint* c) { c->run.clear(); },
+       "(no run identity (file format 1 or 2), step 7; rank file 0: run "
+       "9b2c00000000000000000000000000aa, step 7)"},
       {[](RankCheckpoint* c) {
          c->state.shards = {8, 12};
        },
@@ -119,6 +134,37 @@ TEST(CheckpointStep, RankFilesOfAnotherCheckpointAreRefusedNamingTheFile) {
     ExpectRefused<DataError>([&] { ReadStepRank(step, 1); }, CheckpointPath(dir, 1, 3));
     ExpectRefused<DataError>([&] { ReadStepRank(step, 1); }, says);
   }
+}
+
+// Rank file 0 of another run: the other files are named as differing from it, with both runs.
+TEST(CheckpointStep, ARankFileZeroOfAnotherRunIsNamedWithTheFileThatDiffers) {
+  TempDir tmp;
+  const std::string dir = WriteStep(tmp.path() + "/step-7", 3, 0, [](RankCheckpoint* c) {
+    c->run = "4f3a00000000000000000000000000bb";
+  });
+  const CheckpointStep step = OpenCheckpointStep(dir);
+  EXPECT_EQ(ReadStepRank(step, 0).run, "4f3a00000000000000000000000000bb");
+  for (uint64_t r : {1, 2}) {
+    ExpectRefused<DataError>(
+        [&] { ReadStepRank(step, r); },
+        CheckpointPath(dir, r, 3) + " was saved by another run than rank-00000-of-00003.ckpt");
+    ExpectRefused<DataError>([&] { ReadStepRank(step, r); },
+                             "rank file 0: run 4f3a00000000000000000000000000bb");
+  }
+}
+
+// Files of format 1 or 2 carry no run identity: a step of them all reads as before.
+TEST(CheckpointStep, FilesWithoutARunIdentityAreOneSaveAsBefore) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/step-7";
+  for (uint64_t r = 0; r < 3; ++r) {
+    RankCheckpoint c = RankFile(r, 3);
+    c.run.clear();
+    WriteCheckpointFile(CheckpointPath(dir, r, 3), c);
+  }
+  const CheckpointStep step = OpenCheckpointStep(dir);
+  EXPECT_TRUE(step.run.empty());
+  for (uint64_t r = 0; r < 3; ++r) EXPECT_TRUE(ReadStepRank(step, r).run.empty());
 }
 
 TEST(CheckpointStep, RankFileZeroIsCheckedAlone) {
