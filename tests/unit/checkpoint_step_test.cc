@@ -1,5 +1,5 @@
 // CheckpointStep: a step folder loads into one checked value only when its rank files form one
-// checkpoint; anything else is refused naming the folder or the file.
+// checkpoint, one save of one run; anything else is refused naming the folder or the file.
 #include "checkpoint/checkpoint_step.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "checkpoint/checkpoint_store.h"
+#include "checkpoint/reshard.h"
 #include "common/test_support.h"
 #include "os/files.h"
 #include "stoker/error.h"
@@ -153,18 +154,40 @@ TEST(CheckpointStep, ARankFileZeroOfAnotherRunIsNamedWithTheFileThatDiffers) {
   }
 }
 
+// A step folder of `world` rank files as a stoker before run identities saved it (format 2).
+std::string WriteStepWithoutRunIdentity(const std::string& dir, uint64_t world) {
+  for (uint64_t r = 0; r < world; ++r) {
+    RankCheckpoint c = RankFile(r, world);
+    c.run.clear();
+    WriteCheckpointFile(CheckpointPath(dir, r, world), c);
+  }
+  return dir;
+}
+
 // Files of format 1 or 2 carry no run identity: a step of them all reads as before.
 TEST(CheckpointStep, FilesWithoutARunIdentityAreOneSaveAsBefore) {
   TempDir tmp;
-  const std::string dir = tmp.path() + "/step-7";
-  for (uint64_t r = 0; r < 3; ++r) {
-    RankCheckpoint c = RankFile(r, 3);
-    c.run.clear();
-    WriteCheckpointFile(CheckpointPath(dir, r, 3), c);
-  }
+  const std::string dir = WriteStepWithoutRunIdentity(tmp.path() + "/step-7", 3);
   const CheckpointStep step = OpenCheckpointStep(dir);
   EXPECT_TRUE(step.run.empty());
   for (uint64_t r = 0; r < 3; ++r) EXPECT_TRUE(ReadStepRank(step, r).run.empty());
+}
+
+// A reshard makes one save: its rank files keep the run identity of the step they are made from;
+// a step without one gets a new one, the same in every new file.
+TEST(CheckpointStep, AReshardWritesOneRunIdentity) {
+  TempDir tmp;
+  const std::string out = tmp.path() + "/two/step-7";
+  ReshardCheckpoint(WriteStep(tmp.path() + "/step-7", 3), 2, out);
+  const CheckpointStep kept = OpenCheckpointStep(out);
+  EXPECT_EQ(kept.run, RankFile(0, 3).run);
+  EXPECT_EQ(ReadStepRank(kept, 1).run, kept.run);
+  const std::string old_out = tmp.path() + "/old-two/step-7";
+  ReshardCheckpoint(WriteStepWithoutRunIdentity(tmp.path() + "/old/step-7", 3), 2, old_out);
+  const CheckpointStep drawn = OpenCheckpointStep(old_out);
+  EXPECT_EQ(drawn.run.size(), 32u);
+  EXPECT_NE(drawn.run, kept.run);
+  EXPECT_EQ(ReadStepRank(drawn, 1).run, drawn.run);
 }
 
 TEST(CheckpointStep, RankFileZeroIsCheckedAlone) {
