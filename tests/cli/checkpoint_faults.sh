@@ -8,8 +8,9 @@
 #   - a checkpoint of another corpus or seed: refused, saying what differs;
 #   - a rank file of another run (the same seed, corpus and shapes, another batch size) copied over
 #     the same-named file of the newest step, at 2 and 3 ranks: --resume (which picked that step)
-#     refuses it rather than pass it over, and so do `stoker inspect` and `stoker reshard`, naming
-#     the file and both runs; the unmixed folders resume, and save under a new run identity;
+#     refuses it rather than pass it over, on the same rank count and rescaled to the other, and
+#     so do `stoker inspect` and `stoker reshard`, naming the file and both runs; the unmixed
+#     folders resume, and save under a new run identity;
 #   - more ranks than logical shards (fresh, resumed, or `stoker reshard --world-size`): refused;
 # every error exits non-zero, printed once (by rank 0 only).
 # Then a run saving every step is killed with SIGKILL at random moments, several times: each
@@ -162,6 +163,8 @@ for np in 2 3; do
 (run $run_b, step 8; rank file 0: run $run_a, step 8)"
   expect_error "a rank file of another run, $np ranks" "$np" "$says" \
     run "${common[@]}" --checkpoint-dir "$dir" --resume --steps 12 --save-every 4
+  expect_error "a rank file of another run, $np ranks resumed on $((5 - np))" $((5 - np)) "$says" \
+    run "${common[@]}" --checkpoint-dir "$dir" --resume --steps 12
   ! grep -q -F "passing over" "$work/out.txt" || fail "$np ranks: the mixed step was passed over:
 $(cat "$work/out.txt")"
   [ -d "$dir/step-8/loader" ] || fail "$np ranks: the mixed step was moved away: $(ls "$dir")"
