@@ -44,9 +44,10 @@ void CheckSameSave(const CheckpointStep& step, const RankCheckpoint& c, const st
   STOKER_CHECK(c.run == step.run, DataError,
                "{} was saved by another run than {} of the same step folder ({}; rank file 0: "
                "{}): the rank files of a step are one save of one run, and one of these two "
-               "was copied in from another run's checkpoint. Put back the file of the run that "
-               "saved the others, or move the step folder away (--resume then goes on from the "
-               "newest step before it)",
+               "comes from another (copied in from another checkpoint folder, or saved into "
+               "this step by a later run). Put back the file of the run that saved the others, "
+               "or move the step folder away (--resume then goes on from the newest step "
+               "before it)",
                path, CheckpointFileName(0, step.world), SaveText(c.run, c.state.step),
                SaveText(step.run, step.step));
   STOKER_CHECK(c.state.step == step.step, DataError,
