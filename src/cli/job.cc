@@ -102,21 +102,22 @@ std::optional<std::string> ReadRecord(const std::string& path, std::vector<std::
   }
 }
 
-// Writes (`text`) or removes (nullopt) the record; a failure is a warning in `lines`: the
-// decision stands.
-void UpdateRecord(const std::string& path, const std::optional<std::string>& text,
-                  std::vector<std::string>* lines) {
+// Writes (`text`) or removes (nullopt) the record. A record that cannot be written is returned
+// as the reason; one that cannot be removed is a warning in `lines`.
+std::string UpdateRecord(const std::string& path, const std::optional<std::string>& text,
+                         std::vector<std::string>* lines) {
   if (text) {
     try {
       WriteFileAtomically(path, *text);
     } catch (const Error& e) {
-      lines->push_back(fmt::format("warning: cannot record the requeue in {}: {}", path, e.what()));
+      return fmt::format("cannot record the requeue in {}: {}", path, e.what());
     }
-    return;
+    return "";
   }
   std::error_code ec;
   std::filesystem::remove(path, ec);
   if (ec) lines->push_back(fmt::format("warning: cannot remove {}: {}", path, ec.message()));
+  return "";
 }
 
 void Requeue(RequeueOptions options) {
@@ -131,8 +132,19 @@ void Requeue(RequeueOptions options) {
   inputs.idle_requeues = options.idle_requeues;
   inputs.trainer_exit = options.trainer_exit;
   inputs.job_id = options.job_id;
-  const job::RequeueDecision decision = job::DecideRequeue(inputs);
-  UpdateRecord(path, decision.record, &lines);
+  job::RequeueDecision decision = job::DecideRequeue(inputs);
+  const std::string unrecorded = UpdateRecord(path, decision.record, &lines);
+  if (!unrecorded.empty() && inputs.idle_requeues > 0) {
+    // A job that cannot count its requeues in a row would requeue for ever (a full disk, where
+    // the trainer cannot save either): it stops.
+    decision.action = job::RequeueAction::kGiveUp;
+    decision.messages = {fmt::format(
+        "error: not requeueing job {}: {}; without the record the requeues in a row without a "
+        "newer complete step cannot be counted (IDLE_REQUEUES={})",
+        inputs.job_id, unrecorded, inputs.idle_requeues)};
+  } else if (!unrecorded.empty()) {
+    lines.push_back(fmt::format("warning: {} (no IDLE_REQUEUES limit to count for)", unrecorded));
+  }
   lines.insert(lines.end(), decision.messages.begin(), decision.messages.end());
   PrintDecision(job::ActionWord(decision.action), lines);
 }
@@ -190,7 +202,9 @@ void AddRequeue(CLI::App* job, JobOptions* options) {
       "CHECKPOINT_DIR/.stoker-requeues, \"STEP COUNT\", written atomically; removed when the "
       "job does not requeue). Prints one of: requeue (then run scontrol requeue), done (no "
       "requeue), give-up (no requeue: the job ends with an error); then the lines to print. A "
-      "trainer that did not stop cleanly (--trainer-exit) is requeued all the same.");
+      "trainer that did not stop cleanly (--trainer-exit) is requeued all the same. A record "
+      "that cannot be written (a full disk) gives up when --idle-requeues sets a limit: the "
+      "requeues could not be counted, and the job would requeue for ever.");
   sub->add_option("--checkpoint-dir", o->checkpoint_dir, "The folder of step-<N> folders")
       ->required();
   sub->add_option("--steps", o->steps, "The run's last step: a newest step at or past it is done")

@@ -8,7 +8,8 @@
 #   requeue: the record CHECKPOINT_DIR/.stoker-requeues counted through each branch (no step
 #     yet, a newer step, the same step up to --idle-requeues, the last step reached, no step
 #     found), written atomically and removed when the job stops; a record that cannot be
-#     written is a warning, the job still requeues.
+#     written gives up where IDLE_REQUEUES sets a limit (it could not count) and is a warning
+#     without one.
 # Environment: STOKER, MPIRUN (see tests/CMakeLists.txt).
 set -euo pipefail
 source "$(dirname "$0")/../common/test_lib.sh"
@@ -142,7 +143,12 @@ STOKER_FAULTS="rename:.stoker-requeues:1" job unwritable requeue --checkpoint-di
 decided unwritable requeue "warning: cannot record the requeue in $record"
 decided unwritable requeue "requeueing job 7"
 has_record "20 1"
-echo "ok: a record that cannot be written is a warning; the job requeues all the same"
+step 30 model.pt trainer.json  # a newer step: the decision would be to requeue
+STOKER_FAULTS="rename:.stoker-requeues:1" requeue unwritable-limit
+decided unwritable-limit give-up "error: not requeueing job 7: cannot record the requeue in $record"
+decided unwritable-limit give-up "the requeues in a row without a newer complete step cannot be counted (IDLE_REQUEUES=2)"
+has_record "20 1"
+echo "ok: a record that cannot be written: give-up under an IDLE_REQUEUES limit, a warning without"
 
 step 100 model.pt trainer.json
 requeue last
