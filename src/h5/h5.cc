@@ -153,6 +153,15 @@ Hid OpenDataset(hid_t file, const std::string& path, const std::string& name) {
                    fmt::format("{}: cannot open dataset {}", path, name)));
 }
 
+// H5Fopen under the layer's lock; a failure is the error `what` names.
+hid_t OpenId(const std::string& path, unsigned flags, const char* what) {
+  const Guard guard(Mutex());
+  SilenceOnce();
+  const hid_t id = H5Fopen(path.c_str(), flags, H5P_DEFAULT);
+  if (id < 0) Fail(fmt::format("{}: {}", path, what));
+  return id;
+}
+
 }  // namespace
 
 bool IsHdf5(const std::string& path) {
@@ -169,19 +178,11 @@ bool IsHdf5(const std::string& path) {
 }
 
 File File::OpenReadOnly(const std::string& path) {
-  const Guard guard(Mutex());
-  SilenceOnce();
-  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (id < 0) Fail(fmt::format("{}: cannot open as HDF5", path));
-  return File(id, path);
+  return File(OpenId(path, H5F_ACC_RDONLY, "cannot open as HDF5"), path);
 }
 
 File File::OpenReadWrite(const std::string& path) {
-  const Guard guard(Mutex());
-  SilenceOnce();
-  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  if (id < 0) Fail(fmt::format("{}: cannot open as HDF5 for writing", path));
-  return File(id, path);
+  return File(OpenId(path, H5F_ACC_RDWR, "cannot open as HDF5 for writing"), path);
 }
 
 File File::Create(const std::string& path) {

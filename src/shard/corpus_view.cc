@@ -17,9 +17,9 @@
 #include "h5/h5.h"
 #include "mpi/agreement.h"
 #include "os/host.h"
-#include "tokens/content_checksum.h"
 #include "shard/corpus_listing.h"
 #include "shard/discovery.h"
+#include "tokens/content_checksum.h"
 
 namespace stoker {
 

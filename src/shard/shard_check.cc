@@ -24,8 +24,8 @@
 #include "os/files.h"
 #include "os/posix_io.h"
 #include "os/unique_fd.h"
-#include "tokens/content_checksum.h"
 #include "shard/discovery.h"
+#include "tokens/content_checksum.h"
 #include "tokens/token_type.h"
 
 namespace stoker {

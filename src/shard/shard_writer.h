@@ -19,8 +19,8 @@
 #include <string>
 
 #include "h5/h5.h"
-#include "tokens/content_checksum.h"
 #include "stoker/corpus.h"
+#include "tokens/content_checksum.h"
 
 namespace stoker {
 

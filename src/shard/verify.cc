@@ -14,10 +14,10 @@
 #include "base/text_table.h"
 #include "h5/h5.h"
 #include "os/files.h"
-#include "tokens/content_checksum.h"
 #include "shard/discovery.h"
 #include "shard/shard_reader.h"
 #include "stoker/program/memory.h"
+#include "tokens/content_checksum.h"
 #include "tokens/token_type.h"
 
 namespace stoker {
@@ -72,7 +72,10 @@ class ContentChecker {
     ForEachOffset(reader_, block_, [&](uint64_t index, uint64_t offset) {
       CheckOffset(index, offset, &previous);
       hashed.push_back(offset);
-      if (hashed.size() == 4096) checksum_.AddOffsets(hashed), hashed.clear();
+      if (hashed.size() == 4096) {
+        checksum_.AddOffsets(hashed);
+        hashed.clear();
+      }
     });
     checksum_.AddOffsets(hashed);
   }

@@ -17,9 +17,9 @@
 #include <numeric>
 
 #include "common/test_support.h"
-#include "tokens/content_checksum.h"
 #include "shard/shard_check.h"
 #include "stoker/error.h"
+#include "tokens/content_checksum.h"
 
 namespace stoker {
 namespace {

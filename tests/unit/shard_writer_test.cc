@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "common/test_support.h"
-#include "tokens/content_checksum.h"
 #include "shard/shard_check.h"
 #include "stoker/error.h"
+#include "tokens/content_checksum.h"
 #include "tokens/token_type.h"
 
 namespace stoker {
