@@ -116,6 +116,7 @@ stoker_launch() {
   case "$STOKER_RC" in
     1) stoker_say "the trainer failed (exit code 1): its error is above" ;;
     2) stoker_say "the trainer refused its settings (exit code 2): see above" ;;
+    3) stoker_say "another run holds the checkpoint folder (exit code 3): see above" ;;
     *) stoker_say "the trainer's launcher exited with code $STOKER_RC$killed" ;;
   esac
 }

@@ -35,6 +35,14 @@ class ConfigError : public Error {
   using Error::Error;
 };
 
+// A folder another process holds: a checkpoint folder a run saves into, a dataset an import
+// writes. Nothing is wrong with the settings; the job may go on once the other is done. The
+// programs on stoker exit 3 for it (1 for other errors, 2 for wrong settings).
+class BusyError : public ConfigError {
+ public:
+  using ConfigError::ConfigError;
+};
+
 // Data that breaks the shard format or a checkpoint that does not match.
 class DataError : public Error {
  public:

@@ -37,8 +37,10 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "stoker/batch.h"
@@ -67,6 +69,14 @@ struct RunSettings {
   // "STEPS='0' in the environment" (stoker/program/options.h fills it). The session logs them at
   // its start, and every problem naming such a flag names its origin too (NameOrigins).
   std::map<std::string, std::string> origins;
+  // The flags given on the command line, in the environment or in a --config file, not left at
+  // their defaults (stoker/program/options.h fills it): a setting given where it does nothing is
+  // a problem (--save-every without --checkpoint-dir).
+  std::set<std::string> given;
+  // A program's settings beyond these that every rank must give alike (a trainer's model and
+  // log), as (name, value): stoker/program/options.h fills them from its schema; the session
+  // compares them with its own, as it starts.
+  std::vector<std::pair<std::string, std::string>> program_shared;
 
   // Whether the run writes step folders: a checkpoint folder, and saves on a schedule or at
   // the end (then a stop signal's step is saved too).
@@ -74,7 +84,8 @@ struct RunSettings {
 
   // Every problem that shows without MPI and without reading the corpus, one line each, named
   // by flag: the Loader's (LoaderConfig::Problems), weights that do not parse, a missing --data
-  // folder, --steps 0, --resume or --start-over without --checkpoint-dir, both of them, a
+  // folder, --steps 0, --resume, --start-over or a given --save-every above 0 without
+  // --checkpoint-dir, --resume and --start-over both, a
   // --result file that cannot be written (probed: a file is created beside it and removed).
   // Problems are named by flag, each followed by the origins of the flags it names.
   std::vector<std::string> Problems() const;

@@ -1,5 +1,7 @@
 #include "checkpoint/checkpoint_step.h"
 
+#include <optional>
+
 #include "base/check.h"
 #include "checkpoint/checkpoint_store.h"
 #include "order/partition.h"
@@ -41,7 +43,7 @@ std::string SaveText(const std::string& run, uint64_t step) {
 // decided to, and the resume would set the mixed folder aside as interrupted: the user who
 // copied the file expects to hear about it. Put the right file back, or move the step away.
 void CheckSameSave(const CheckpointStep& step, const RankCheckpoint& c, const std::string& path) {
-  STOKER_CHECK(c.run == step.run, DataError,
+  STOKER_CHECK(c.run == step.run, ConfigError,
                "{} was saved by another run than {} of the same step folder ({}; rank file 0: "
                "{}): the rank files of a step are one save of one run, and one of these two "
                "comes from another (copied in from another checkpoint folder, or saved into "
@@ -55,7 +57,54 @@ void CheckSameSave(const CheckpointStep& step, const RankCheckpoint& c, const st
                c.state.step, step.step);
 }
 
+// Refuses a step whose rank file 0 is of another save than every other rank file (at 3 ranks or
+// more, where the others outvote it): ReadStepRank names each of them against rank file 0.
+void RefuseRankFileZeroOfAnotherSave(const CheckpointStep& step, size_t others) {
+  if (others == 0 || step.world < 3 || others < step.world - 1) return;
+  const RankCheckpoint one = ReadCheckpointFile(CheckpointPath(step.path, 1, step.world));
+  throw ConfigError(fmt::format(
+      "{} was saved by another run than the {} other rank files of the same step folder ({}; "
+      "the others: {}): the rank files of a step are one save of one run. Put back the file of "
+      "the run that saved the others, or move the step folder away (--resume then goes on from "
+      "the newest step before it)",
+      CheckpointPath(step.path, 0, step.world), step.world - 1, SaveText(step.run, step.step),
+      SaveText(one.run, one.state.step)));
+}
+
+// Why a resume could not go on from the complete step `folder` (a rank file it cannot read or
+// finds corrupt), or "". A step of two saves is refused (ConfigError), naming the odd file.
+std::string UnreadableRankFile(const StepFolder& folder,
+                               const std::vector<std::string>& required_files) {
+  try {
+    const CheckpointStep step = OpenCheckpointStep(folder.path, required_files);
+    size_t others = 0;
+    std::optional<ConfigError> first;
+    for (uint64_t rank = 1; rank < step.world; ++rank) {
+      try {
+        ReadStepRank(step, rank);
+      } catch (const ConfigError& e) {  // of another save than rank file 0
+        ++others;
+        if (!first) first = e;
+      }
+    }
+    RefuseRankFileZeroOfAnotherSave(step, others);
+    if (first) throw *first;
+  } catch (const DataError& e) {
+    return e.what();
+  } catch (const IoError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace
+
+std::optional<StepFolder> NewestResumableStep(const std::string& checkpoint_dir,
+                                              const std::vector<std::string>& required_files) {
+  return NewestCompleteStep(checkpoint_dir, required_files, [&](const StepFolder& folder) {
+    return UnreadableRankFile(folder, required_files);
+  });
+}
 
 CheckpointStep OpenCheckpointStep(const std::string& step_dir,
                                   const std::vector<std::string>& required_files) {

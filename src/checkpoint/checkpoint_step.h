@@ -12,9 +12,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint_store.h"
 #include "state/checkpoint_codec.h"
 
 namespace stoker {
@@ -37,9 +39,20 @@ struct CheckpointStep {
 CheckpointStep OpenCheckpointStep(const std::string& step_dir,
                                   const std::vector<std::string>& required_files = {});
 
-// Rank `rank`'s file of `step`, checked against it: DataError naming the file otherwise (of
-// another save: naming rank file 0 too, and both files' runs and steps). With `bytes`, also the
-// file's bytes as read.
+// The newest step folder under `checkpoint_dir` a resume can go on from: complete
+// (NewestCompleteStep, checkpoint_store.h), and every rank file read and checked as the resume
+// does (OpenCheckpointStep, ReadStepRank). A newer step with a rank file that cannot be read or
+// is corrupt (a truncated copy, a failing disk) is logged, naming the file, and passed over as an
+// incomplete one is; one holding rank files of two saves is refused (ConfigError), as the resume
+// refuses it. nullopt when none can be resumed. What the resume, `stoker steps --newest` and the
+// job scripts' decisions take for the newest step. Reads every rank file of the steps it tries:
+// one open each, about D x L bytes in all (kilobytes to a few megabytes; docs/checkpoint.md).
+std::optional<StepFolder> NewestResumableStep(const std::string& checkpoint_dir,
+                                              const std::vector<std::string>& required_files = {});
+
+// Rank `rank`'s file of `step`, checked against it: DataError naming the file otherwise; of
+// another save, ConfigError naming rank file 0 too, and both files' runs and steps. With `bytes`,
+// also the file's bytes as read.
 RankCheckpoint ReadStepRank(const CheckpointStep& step, uint64_t rank,
                             std::string* bytes = nullptr);
 

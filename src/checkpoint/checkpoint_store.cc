@@ -166,18 +166,24 @@ StepFolder CompleteStep(const std::string& checkpoint_dir, uint64_t step,
   return folder;
 }
 
-std::optional<StepFolder> NewestCompleteStep(const std::string& checkpoint_dir,
-                                             const std::vector<std::string>& required_files) {
-  const std::vector<StepFolder> steps = ListStepFolders(checkpoint_dir, required_files);
+std::optional<StepFolder> NewestCompleteStep(
+    const std::string& checkpoint_dir, const std::vector<std::string>& required_files,
+    const std::function<std::string(const StepFolder&)>& check) {
+  std::vector<StepFolder> steps = ListStepFolders(checkpoint_dir, required_files);
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    if (it->complete() && check) {
+      if (std::string problem = check(*it); !problem.empty()) it->problems.push_back(problem);
+    }
     if (it->complete()) return *it;
     spdlog::warn("passing over incomplete checkpoint {} (a save was interrupted?): {}", it->path,
                  fmt::join(it->problems, "; "));
   }
-  STOKER_CHECK(steps.empty(), ConfigError,
-               "{} holds {} step folders but none is complete: refusing to start over from "
-               "step 0 (move the folder away to start afresh)",
-               checkpoint_dir, steps.size());
+  if (!steps.empty()) {
+    spdlog::warn(
+        "none of the {} step folders in {} is complete (a job killed during its first saves?): "
+        "going on from step 0; a resume that saves sets them aside",
+        steps.size(), checkpoint_dir);
+  }
   return std::nullopt;
 }
 

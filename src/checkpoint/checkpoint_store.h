@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,14 +54,17 @@ StepFolder DescribeStepFolder(const std::string& step_dir,
 std::vector<StepFolder> ListStepFolders(const std::string& checkpoint_dir,
                                         const std::vector<std::string>& required_files = {});
 
-// The newest complete step folder under `checkpoint_dir`, or nullopt when it holds no step
-// folder at all. Newer incomplete ones (a job killed while saving) are logged and passed over;
-// step folders of which none is complete are refused (ConfigError) rather than taken for a
-// fresh start, which would repeat every token already trained on. Names only: a step whose rank
-// files are of two saves is complete here, and refused by the resume rather than passed over
-// (checkpoint_step.cc says why).
-std::optional<StepFolder> NewestCompleteStep(const std::string& checkpoint_dir,
-                                             const std::vector<std::string>& required_files = {});
+// The newest complete step folder under `checkpoint_dir`, or nullopt when it holds none. Newer
+// incomplete ones (a job killed while saving) are logged and passed over; when none is complete
+// (a job killed during its first saves), that is logged too: the job goes on from step 0, as it
+// would had it been killed before them (PrepareResume sets the folders aside). Names only: a step
+// whose rank files are of two saves is complete here, and refused by the resume rather than passed
+// over (checkpoint_step.cc says why). `check`, when given, is asked about each complete step from
+// the newest on: its problem (the step is then passed over as an incomplete one is), or ""
+// (checkpoint_step.h, NewestResumableStep, reads the rank files so).
+std::optional<StepFolder> NewestCompleteStep(
+    const std::string& checkpoint_dir, const std::vector<std::string>& required_files = {},
+    const std::function<std::string(const StepFolder&)>& check = nullptr);
 
 // Step `step` under `checkpoint_dir`; ConfigError when there is no such folder or it is not
 // complete, naming what it lacks.

@@ -22,7 +22,7 @@ std::optional<std::string> FindNewestCompleteStep(const mpi::Comm& comm,
   std::string chosen;
   mpi::FailTogether(comm, [&] {
     if (comm.rank() != 0) return;
-    if (const auto newest = NewestCompleteStep(checkpoint_dir, required_files)) {
+    if (const auto newest = NewestResumableStep(checkpoint_dir, required_files)) {
       chosen = newest->path;
     }
   });

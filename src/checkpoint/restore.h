@@ -21,7 +21,7 @@
 
 namespace stoker {
 
-// Collective: NewestCompleteStep (checkpoint_store.h) on rank 0, its path known to every rank;
+// Collective: NewestResumableStep (checkpoint_step.h) on rank 0, its path known to every rank;
 // its refusal raised on every rank together.
 std::optional<std::string> FindNewestCompleteStep(
     const mpi::Comm& comm, const std::string& checkpoint_dir,

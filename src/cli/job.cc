@@ -9,8 +9,8 @@
 //   requeue --checkpoint-dir DIR --steps N --idle-requeues K --job-id ID [--require FILE]...
 //           [--trainer-exit CODE]
 //       whether the job requeues itself after SIGUSR1 (job/requeue.h). Finds the newest
-//       complete step with the code `stoker steps --newest` runs (checkpoint_store.h:
-//       NewestCompleteStep), reads the record DIR/.stoker-requeues and writes it atomically
+//       complete step with the code `stoker steps --newest` runs (checkpoint_step.h:
+//       NewestResumableStep), reads the record DIR/.stoker-requeues and writes it atomically
 //       (or removes it when the job does not requeue).
 //
 // Output, on stdout: the decision as one word on the first line (time-limit: fits, too-short,
@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "checkpoint/checkpoint_step.h"
 #include "checkpoint/checkpoint_store.h"
 #include "cli/commands.h"
 #include "cli/job_commands.h"
@@ -76,12 +77,12 @@ void TimeLimit(const TimeLimitOptions& options) {
   PrintDecision(job::VerdictWord(check.verdict), {check.message});
 }
 
-// The newest complete step of `dir`; kUnknown, the reason logged, when finding it failed (step
-// folders of which none is complete, a folder that cannot be read): the job ends anyway, and
-// the record counts such requeues as without progress.
+// The newest complete step of `dir` (kNone also when no step folder is complete: the next run
+// starts at step 0); kUnknown, the reason logged, when finding it failed (a folder that cannot be
+// read): the job ends anyway, and the record counts such requeues as without progress.
 job::NewestStep FindNewestStep(const std::string& dir, const std::vector<std::string>& required) {
   try {
-    const std::optional<StepFolder> newest = NewestCompleteStep(dir, required);
+    const std::optional<StepFolder> newest = NewestResumableStep(dir, required);
     if (!newest) return {job::NewestStep::Kind::kNone};
     return {job::NewestStep::Kind::kStep, newest->step, newest->path};
   } catch (const std::exception& e) {
@@ -134,16 +135,14 @@ void Requeue(RequeueOptions options) {
   inputs.job_id = options.job_id;
   job::RequeueDecision decision = job::DecideRequeue(inputs);
   const std::string unrecorded = UpdateRecord(path, decision.record, &lines);
-  if (!unrecorded.empty() && inputs.idle_requeues > 0) {
-    // A job that cannot count its requeues in a row would requeue for ever (a full disk, where
-    // the trainer cannot save either): it stops.
+  if (!unrecorded.empty() && decision.action == job::RequeueAction::kRequeue) {
+    // A job that cannot count its requeues in a row could requeue for ever (a full disk, where
+    // the trainer cannot save either): it stops, with or without an IDLE_REQUEUES limit.
     decision.action = job::RequeueAction::kGiveUp;
     decision.messages = {fmt::format(
         "error: not requeueing job {}: {}; without the record the requeues in a row without a "
-        "newer complete step cannot be counted (IDLE_REQUEUES={})",
-        inputs.job_id, unrecorded, inputs.idle_requeues)};
-  } else if (!unrecorded.empty()) {
-    lines.push_back(fmt::format("warning: {} (no IDLE_REQUEUES limit to count for)", unrecorded));
+        "newer complete step cannot be counted",
+        inputs.job_id, unrecorded)};
   }
   lines.insert(lines.end(), decision.messages.begin(), decision.messages.end());
   PrintDecision(job::ActionWord(decision.action), lines);
@@ -198,13 +197,14 @@ void AddRequeue(CLI::App* job, JobOptions* options) {
       job->add_subcommand("requeue", "Decide whether the job requeues itself after SIGUSR1");
   sub->footer(
       "Requeue, unless the newest complete step (as stoker steps --newest finds it) reached "
-      "--steps, or --idle-requeues requeues in a row found no newer complete step (counted in "
-      "CHECKPOINT_DIR/.stoker-requeues, \"STEP COUNT\", written atomically; removed when the "
-      "job does not requeue). Prints one of: requeue (then run scontrol requeue), done (no "
-      "requeue), give-up (no requeue: the job ends with an error); then the lines to print. A "
-      "trainer that did not stop cleanly (--trainer-exit) is requeued all the same. A record "
-      "that cannot be written (a full disk) gives up when --idle-requeues sets a limit: the "
-      "requeues could not be counted, and the job would requeue for ever.");
+      "--steps, or --idle-requeues requeues in a row already found no newer complete step "
+      "(counted in CHECKPOINT_DIR/.stoker-requeues, \"STEP COUNT\": the newest step found and "
+      "the requeues in a row that found no newer one, the first that found it included; written "
+      "atomically, removed when the job does not requeue). Prints one of: requeue (then run "
+      "scontrol requeue), done (no requeue), give-up (no requeue: the job ends with an error); "
+      "then the lines to print. A trainer that did not stop cleanly (--trainer-exit) is "
+      "requeued all the same. A record that cannot be written (a full disk) gives up: the "
+      "requeues could not be counted, and the job could requeue for ever.");
   sub->add_option("--checkpoint-dir", o->checkpoint_dir, "The folder of step-<N> folders")
       ->required();
   sub->add_option("--steps", o->steps, "The run's last step: a newest step at or past it is done")

@@ -12,7 +12,6 @@
 //       the first line, then the lines the script prints; exit 2 when the job must not start (a
 //       wrong setting, a time limit too short, nothing to resume, step folders none complete).
 #include <spdlog/spdlog.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +23,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "checkpoint/checkpoint_step.h"
 #include "checkpoint/checkpoint_store.h"
 #include "cli/job_commands.h"
 #include "job/digits.h"
@@ -67,10 +67,10 @@ int PrintSettings(const std::string& launch) {
 }
 
 struct StartOptions {
-  std::string mode = "train";  // --mode
-  std::string ranks = "?";     // --ranks
-  std::string limit;           // --limit
-  std::string script;          // --script
+  std::string mode = "train";             // --mode
+  std::string ranks = "?";                // --ranks
+  std::string limit;                      // --limit
+  std::string script;                     // --script
   std::vector<std::string> trainer_args;  // after --: the trainer's flags at the launch
 };
 
@@ -80,8 +80,10 @@ uint64_t CheckTrainerSettings(const StartOptions& o, const job::JobSettings& set
   const std::string& program = settings.Value("STOKER_TRAIN");
   std::error_code ec;
   STOKER_CHECK(fs::is_regular_file(program, ec) && ::access(program.c_str(), X_OK) == 0,
-               ConfigError, "STOKER_TRAIN is not an executable program: {} (set STOKER_TRAIN, or "
-               "build it); nothing was launched", program);
+               ConfigError,
+               "STOKER_TRAIN is not an executable program: {} (set STOKER_TRAIN, or "
+               "build it); nothing was launched",
+               program);
   std::vector<std::string> argv = {program, "--check"};
   argv.insert(argv.end(), o.trainer_args.begin(), o.trainer_args.end());
   const ChildResult check = RunChild(argv);
@@ -101,7 +103,8 @@ uint64_t CheckTrainerSettings(const StartOptions& o, const job::JobSettings& set
   }
   STOKER_CHECK(steps.has_value(), ConfigError,
                "{} --check printed no STEPS=N line (a trainer of one's own prints its settings "
-               "as stoker-train --check does)", program);
+               "as stoker-train --check does)",
+               program);
   return *steps;
 }
 
@@ -110,7 +113,11 @@ bool CheckLimit(const StartOptions& o, const job::JobSettings& settings,
                 std::vector<std::string>* lines) {
   if (o.limit.empty()) return true;
   std::string spec = Environment("SBATCH_SIGNAL").value_or("");
-  if (spec.empty() && !o.script.empty() && fs::exists(o.script)) {
+  if (spec.empty() && !o.script.empty()) {
+    std::error_code ec;
+    STOKER_CHECK(fs::is_regular_file(o.script, ec), ConfigError,
+                 "--script {}: no such batch script, so its #SBATCH --signal line cannot be read",
+                 o.script);
     spec = job::ScriptSignalSpec(ReadFile(o.script));
   }
   const std::optional<uint64_t> warning = settings.WarningSeconds();
@@ -124,7 +131,7 @@ bool CheckLimit(const StartOptions& o, const job::JobSettings& settings,
 void CheckCheckpoints(const StartOptions& o, const job::JobSettings& settings,
                       std::vector<std::string>* lines) {
   const std::string& dir = settings.Value("CHECKPOINT_DIR");
-  const std::optional<StepFolder> newest = NewestCompleteStep(dir, settings.TrainerFiles());
+  const std::optional<StepFolder> newest = NewestResumableStep(dir, settings.TrainerFiles());
   if (!newest) {
     STOKER_CHECK(o.mode != "resume", ConfigError,
                  "nothing to resume: no complete step-<N> folder in CHECKPOINT_DIR={} (a complete "
@@ -134,7 +141,13 @@ void CheckCheckpoints(const StartOptions& o, const job::JobSettings& settings,
     std::error_code ec;
     fs::create_directories(dir, ec);
     STOKER_CHECK(!ec, IoError, "cannot create CHECKPOINT_DIR={}: {}", dir, ec.message());
-    lines->push_back(fmt::format("no checkpoint in {} yet: the trainer starts at step 0", dir));
+    const size_t incomplete = ListStepFolders(dir).size();
+    lines->push_back(
+        incomplete == 0
+            ? fmt::format("no checkpoint in {} yet: the trainer starts at step 0", dir)
+            : fmt::format("no complete checkpoint in {} ({} step folders, none complete, which "
+                          "the trainer sets aside): it starts at step 0",
+                          dir, incomplete));
     return;
   }
   const std::string world = newest->world ? fmt::format("{}", *newest->world) : "?";
@@ -190,8 +203,9 @@ JobCommand AddJobStart(CLI::App* job) {
       "trainer names each wrong setting. Prints the trainer's STEPS on the first line, then the "
       "lines the script prints. Exit 2 when the job must not start: a wrong setting, a "
       "time limit at or below the warning offset (Slurm would warn at once, every run, and the "
-      "job requeue itself for ever), --mode resume without a complete step folder, or step "
-      "folders of which none is complete (a fresh start would repeat every token trained on).");
+      "job requeue itself for ever) or --mode resume without a complete step folder. Step "
+      "folders of which none is complete (a job killed during its first saves) start --mode "
+      "train at step 0: the trainer sets them aside.");
   sub->add_option("--mode", o->mode,
                   "train (start at step 0 when there is no checkpoint) or resume")
       ->check(CLI::IsMember({"train", "resume"}))

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "checkpoint/checkpoint_step.h"
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/reshard.h"
 #include "cli/job_commands.h"
@@ -29,7 +30,7 @@ StepFolder StepToReshard(const std::string& dir, const std::vector<std::string>&
     STOKER_CHECK(n.has_value(), ConfigError, "STEP must be a step number, not '{}'", step);
     return CompleteStep(dir, *n, required);
   }
-  std::optional<StepFolder> newest = NewestCompleteStep(dir, required);
+  std::optional<StepFolder> newest = NewestResumableStep(dir, required);
   STOKER_CHECK(newest.has_value(), ConfigError,
                "no step-<N> folder in CHECKPOINT_DIR={} to reshard", dir);
   return *std::move(newest);

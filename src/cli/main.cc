@@ -59,10 +59,11 @@ int main(int argc, char** argv) {
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-      // Every rank parsed the same arguments and failed the same way; one prints.
+      // Every rank parsed the same arguments and failed the same way; one prints. A wrong
+      // option is a settings error: exit 2 for every subcommand, as for the trainers (CLI11's
+      // own codes, 104 for "--steps 12abc" and so on, are not), 0 after --help.
       const int code = world.rank() == 0 ? app.exit(e) : e.get_exit_code();
-      // Job scripts read any error of `stoker job` as exit code 2 (cli/job.cc).
-      return code != 0 && app.get_subcommand("job")->parsed() ? 2 : code;
+      return code == 0 ? 0 : 2;
     }
     stoker::program::InitLogging(world.rank(), verbose ? spdlog::level::debug
                                                : quiet ? spdlog::level::warn

@@ -73,12 +73,6 @@ class Dump {
 
 int RunRun(const ProgramSettings& options, const mpi::Comm& world) {
   const RunSettings& settings = options.run;
-  // stoker run saves only when asked (its default is 0): a --save-every without a folder is a
-  // mistake. Here, not with needs(): that sees neither the environment nor a --config file.
-  mpi::FailTogether(world, [&] {
-    STOKER_CHECK(settings.save_every == 0 || !settings.checkpoint_dir.empty(), ConfigError, "{}",
-                 settings.NameOrigins("--save-every needs --checkpoint-dir"));
-  });
   if (!CheckRunSettings(world.get(), settings, nullptr, "stoker run")) return 2;
   RunSession session(world.get(), settings, {.tag = "run"});
   Loader loader(world.get(), session.loader_config());
@@ -135,6 +129,7 @@ Command SetupRun(CLI::App& app) {
               mpi::FailTogether(world, [&] {
                 line->ApplyEnvironment();
                 if (!options->config_file.empty()) ApplyConfigFile(sub, options->config_file);
+                line->Settle();
               });
             } catch (const ConfigError& e) {
               if (world.rank() == 0) spdlog::error("stoker run: {}", e.what());

@@ -43,16 +43,21 @@ nlohmann::json JsonOf(const Setting& setting, const std::vector<Program>& progra
     names.push_back(program::ProgramName(p));
     defaults[std::string(program::ProgramName(p))] = program::DefaultText(setting, p);
   }
-  return {{"name", setting.name},    {"flag", setting.flag},
-          {"variable", setting.env}, {"unit", setting.unit},
-          {"group", setting.group},  {"programs", names},
-          {"defaults", defaults},    {"empty_variable_is_unset", setting.empty_is_unset},
+  return {{"name", setting.name},
+          {"flag", setting.flag},
+          {"variable", setting.env},
+          {"unit", setting.unit},
+          {"group", setting.group},
+          {"programs", names},
+          {"defaults", defaults},
+          {"empty_variable_is_unset", setting.empty_is_unset},
+          {"ranks", program::SharingName(setting.sharing)},
           {"help", setting.help}};
 }
 
 std::string Table(const std::optional<Program>& only) {
   std::vector<std::vector<std::string>> rows = {
-      {"flag", "variable", "default (run)", "default (trainer)", "unit", "group"}};
+      {"flag", "variable", "default (run)", "default (trainer)", "unit", "group", "ranks"}};
   for (const Setting& setting : program::Schema()) {
     if (ProgramsOf(setting, only).empty()) continue;
     std::vector<std::string> row = {std::string(setting.flag),
@@ -64,9 +69,10 @@ std::string Table(const std::optional<Program>& only) {
     }
     row.push_back(setting.unit.empty() ? "-" : std::string(setting.unit));
     row.push_back(std::string(setting.group));
+    row.push_back(std::string(program::SharingName(setting.sharing)));
     rows.push_back(std::move(row));
   }
-  return Tabulate(rows, {0, 1, 4, 5});
+  return Tabulate(rows, {0, 1, 4, 5, 6});
 }
 
 int RunSettingsCommand(const SettingsOptions& options, const mpi::Comm& world) {
@@ -92,7 +98,11 @@ int RunSettingsCommand(const SettingsOptions& options, const mpi::Comm& world) {
     std::printf(
         "\nPrecedence: the command line, then the variable, then a --config file (stoker "
         "run), then the default. `stoker run --help` and `stoker-train --help` explain "
-        "each setting.\n");
+        "each setting.\nranks: own, each rank may give its own value; otherwise every rank must "
+        "give "
+        "it alike, compared by meaning as a run starts by the Loader (loader), the run session "
+        "(session) or the run session from the program's schema (program): a difference is one "
+        "error on every rank.\n");
   }
   return 0;
 }
@@ -114,7 +124,9 @@ Command SetupSettings(CLI::App& app) {
       ->check(CLI::IsMember({"run", "trainer"}));
   CLI::Option* json = sub->add_flag("--json", options->json,
                                     "One JSON array: per setting its name, flag, variable, unit, "
-                                    "group, programs, defaults by program and help");
+                                    "group, programs, defaults by program, ranks (own, or who "
+                                    "compares it across ranks: loader, session, program) and "
+                                    "help");
   sub->add_flag("--variables", options->variables,
                 "The environment variables alone, one a line (for mpirun -x NAME)")
       ->excludes(json);

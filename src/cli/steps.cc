@@ -33,6 +33,7 @@
 #include "base/check.h"
 #include "base/text_table.h"
 #include "checkpoint/checkpoint_lock.h"
+#include "checkpoint/checkpoint_step.h"
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/corpus_record_file.h"
 #include "checkpoint/interrupted_steps.h"
@@ -125,7 +126,7 @@ std::string Describe(const StepsOptions& options) {
   if (options.interrupted) return Interrupted(options);
   const std::string& dir = options.checkpoint_dir;
   if (options.newest) {
-    const std::optional<StepFolder> newest = NewestCompleteStep(dir, options.required_files);
+    const std::optional<StepFolder> newest = NewestResumableStep(dir, options.required_files);
     return newest ? StepLine(*newest) : "";
   }
   if (options.step) return StepLine(CompleteStep(dir, *options.step, options.required_files));

@@ -42,6 +42,9 @@ constexpr std::array<JobVariable, 13> kVariables{{
      "SBATCH_SIGNAL, else the script's #SBATCH --signal line)"},
 }};
 
+// The most ranks mpirun -np takes (an int).
+constexpr uint64_t kMaxRanks = 2147483647;
+
 // Decimal digits below 2^64; 0 only when `zero`.
 bool IsCount(std::string_view text, bool zero) {
   const std::optional<uint64_t> n = ParseDigits(text);
@@ -115,8 +118,10 @@ void ResolveLaunch(Resolver& r, Launch launch) {
     r.Refuse("MPIRUN is empty: give mpirun and its flags");
   }
   const std::string np = r.Get(Variable("NP"));
-  if (launch == Launch::kMpirun && !IsCount(np, false)) {
-    r.Refuse(fmt::format("NP must be the number of ranks, 1 or more, not '{}'", np));
+  // mpirun -np takes an int: a larger count would pass here and fail in mpirun.
+  const std::optional<uint64_t> ranks = ParseDigits(np);
+  if (launch == Launch::kMpirun && (!ranks || *ranks == 0 || *ranks > kMaxRanks)) {
+    r.Refuse(fmt::format("NP must be the number of ranks, 1 to {}, not '{}'", kMaxRanks, np));
   }
 }
 
@@ -193,6 +198,9 @@ std::string ScriptSignalSpec(std::string_view script) {
     if (end == std::string_view::npos) end = script.size();
     std::string_view line = script.substr(begin, end - begin);
     begin = end + 1;
+    // sbatch reads #SBATCH lines up to the first line that is neither blank nor a comment.
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first != std::string_view::npos && line[first] != '#') break;
     if (!line.starts_with("#SBATCH")) continue;
     line.remove_prefix(7);
     while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front()))) {

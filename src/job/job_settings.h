@@ -52,7 +52,8 @@ struct JobSettings {
 JobSettings ResolveJobSettings(const Lookup& env, Launch launch, bool python_package);
 
 // The spec of a batch script's first `#SBATCH --signal=SPEC` (or `--signal SPEC`) line, or ""
-// when it has none.
+// when it has none. As sbatch, only the lines before the first one that is neither blank nor a
+// comment count: a #SBATCH line after a command is a comment to Slurm.
 std::string ScriptSignalSpec(std::string_view script);
 
 }  // namespace stoker::job

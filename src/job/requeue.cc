@@ -54,19 +54,31 @@ std::string ResumesFrom(const NewestStep& newest) {
   return "step 0 (no complete checkpoint)";
 }
 
+// The record after a requeue that found `newest`, the last being `last`: a newer step than the
+// last's starts again at 1; anything else counts up (stopping at the largest count rather than
+// wrapping to 0) and keeps the last's step, so that finding it again after an older step, or
+// after none could be found, is no progress either.
+RequeueRecord NextRecord(const std::optional<RequeueRecord>& last, const NewestStep& newest) {
+  if (!last) return {StepWord(newest), 1};
+  const std::optional<uint64_t> before = ParseDigits(last->step);
+  const bool newer = newest.kind == NewestStep::Kind::kStep && (!before || newest.step > *before);
+  if (newer) return {StepWord(newest), 1};
+  return {last->step, std::max(last->count, last->count + 1)};
+}
+
 }  // namespace
 
 std::optional<RequeueRecord> ParseRequeueRecord(std::string_view text) {
   const std::vector<std::string_view> words = Words(text);
   if (words.size() != 2) return std::nullopt;
-  const std::optional<uint64_t> idle = ParseDigits(words[1]);
+  const std::optional<uint64_t> count = ParseDigits(words[1]);
   const bool step = words[0] == "none" || words[0] == "unknown" || ParseDigits(words[0]);
-  if (!step || !idle) return std::nullopt;
-  return RequeueRecord{std::string(words[0]), *idle};
+  if (!step || !count) return std::nullopt;
+  return RequeueRecord{std::string(words[0]), *count};
 }
 
 std::string FormatRequeueRecord(const RequeueRecord& record) {
-  return fmt::format("{} {}\n", record.step, record.idle);
+  return fmt::format("{} {}\n", record.step, record.count);
 }
 
 std::string_view ActionWord(RequeueAction action) {
@@ -95,21 +107,19 @@ RequeueDecision DecideRequeue(const RequeueInputs& in) {
     std::string shown = fmt::format("{}", fmt::join(Words(*in.record), " "));
     if (shown.size() > 60) shown = shown.substr(0, 60) + "...";
     decision.messages.push_back(fmt::format(
-        "warning: the requeue record '{}' is not 'STEP COUNT': counting requeues from 0", shown));
+        "warning: the requeue record '{}' is not 'STEP COUNT': counting requeues afresh", shown));
   }
-  // Another step than the last requeue's is progress: the count starts again. The same one
-  // counts up, stopping at the largest count rather than wrapping to 0.
-  RequeueRecord now{StepWord(newest), 0};
-  if (last && last->step == now.step) now.idle = std::max(last->idle, last->idle + 1);
+  const RequeueRecord now = NextRecord(last, newest);
+  const uint64_t idle = ParseDigits(now.step) ? now.count - 1 : now.count;
   const std::string from = ResumesFrom(newest);
-  if (in.idle_requeues > 0 && now.idle >= in.idle_requeues) {
+  if (in.idle_requeues > 0 && idle > in.idle_requeues) {
     decision.action = RequeueAction::kGiveUp;
     decision.messages.push_back(fmt::format(
         "error: not requeueing job {}: requeued {} time(s) in a row without a newer complete "
-        "step than {}. The warning comes before a step and its save can finish: raise the time "
-        "limit or the --signal offset (IDLE_REQUEUES={} requeues without progress are allowed; "
-        "0: no limit)",
-        in.job_id, now.idle, from, in.idle_requeues));
+        "step than {}, and this run saved none either. The warning comes before a step and its "
+        "save can finish: raise the time limit or the --signal offset (IDLE_REQUEUES={} requeues "
+        "without progress are allowed; 0: no limit)",
+        in.job_id, idle - 1, from, in.idle_requeues));
     return decision;
   }
   decision.action = RequeueAction::kRequeue;

@@ -6,9 +6,13 @@
 // about to end, and the next run goes on from the newest complete step.
 //
 // The requeues in a row are counted in a record file in the checkpoint folder
-// (kRequeueRecordName), one line "STEP COUNT": the newest complete step at the last requeue
-// ("none" before the first save, "unknown" when it could not be found) and how many requeues in
-// a row found that same step. Pure: the caller reads and writes the record (`stoker job
+// (kRequeueRecordName), one line "STEP COUNT": the newest complete step the job's requeues have
+// found ("none" before the first save, "unknown" when finding it failed before any was found)
+// and how many requeues in a row found no newer one, counting the one that first found it. A
+// requeue that finds a newer step made progress: the record starts again at "STEP 1". One that
+// finds the same step, an older one (a step set aside) or none it can name did not: COUNT goes
+// up, STEP stays. The requeues without progress are COUNT - 1 after a step was found, COUNT while
+// none was (no run has saved anything). Pure: the caller reads and writes the record (`stoker job
 // requeue`, which also finds the newest step as `stoker steps` does) and runs `scontrol
 // requeue`. Thread safe (no state).
 #pragma once
@@ -35,8 +39,8 @@ struct NewestStep {
 
 // One line of the record: "STEP COUNT".
 struct RequeueRecord {
-  std::string step;   // decimal digits, "none" or "unknown" (NewestStep's kinds)
-  uint64_t idle = 0;  // requeues in a row that found this same newest step, less one
+  std::string step;    // decimal digits, "none" or "unknown" (NewestStep's kinds)
+  uint64_t count = 0;  // requeues in a row that found no newer step, the first that found it too
   bool operator==(const RequeueRecord&) const = default;
 };
 
@@ -49,6 +53,7 @@ struct RequeueInputs {
   uint64_t steps = 0;                 // the run's last step (STEPS)
   std::optional<std::string> record;  // the record file's text; nullopt when there is none
   uint64_t idle_requeues = 0;         // requeues in a row without progress allowed; 0: no limit
+                                      // (the requeue after the last allowed one gives up)
   int trainer_exit = 0;               // the trainer's (its launcher's) exit code
   std::string job_id;                 // for the messages
 };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -24,12 +25,20 @@ bool SameLetters(std::string_view a, std::string_view b) {
          });
 }
 
+constexpr uint64_t kLongest = std::numeric_limits<uint64_t>::max();
+
+// Decimal digits (at most 2^64 - 1: a longer time than any warning offset), or nullopt.
+std::optional<uint64_t> Digits(std::string_view text) {
+  if (text.empty() || text.find_first_not_of("0123456789") != npos) return std::nullopt;
+  return ParseDigits(text).value_or(kLongest);
+}
+
 // The ':'-separated fields of `text`, or nullopt when one is not decimal digits.
 std::optional<std::vector<uint64_t>> Fields(std::string_view text) {
   std::vector<uint64_t> fields;
   while (true) {
     const size_t colon = text.find(':');
-    const std::optional<uint64_t> field = ParseDigits(text.substr(0, colon));
+    const std::optional<uint64_t> field = Digits(text.substr(0, colon));
     if (!field) return std::nullopt;
     fields.push_back(*field);
     if (colon == npos) return fields;
@@ -37,12 +46,12 @@ std::optional<std::vector<uint64_t>> Fields(std::string_view text) {
   }
 }
 
-// `total` + `value` * `unit`, or nullopt beyond 2^64 - 1.
-std::optional<uint64_t> AddScaled(uint64_t total, uint64_t value, uint64_t unit) {
+// `total` + `value` * `unit`, at most 2^64 - 1 (a longer time than any warning offset).
+uint64_t AddScaled(uint64_t total, uint64_t value, uint64_t unit) {
   uint64_t scaled = 0;
   if (__builtin_mul_overflow(value, unit, &scaled) ||
       __builtin_add_overflow(total, scaled, &total)) {
-    return std::nullopt;
+    return kLongest;
   }
   return total;
 }
@@ -81,7 +90,7 @@ SlurmTime ParseSlurmTime(std::string_view text) {
   const size_t dash = text.find('-');
   std::optional<uint64_t> days = 0;
   if (dash != npos) {
-    days = ParseDigits(text.substr(0, dash));
+    days = Digits(text.substr(0, dash));
     text.remove_prefix(dash + 1);
   }
   const std::optional<std::vector<uint64_t>> fields = Fields(text);
@@ -89,12 +98,13 @@ SlurmTime ParseSlurmTime(std::string_view text) {
   // After a day, hours come first; without one, minutes, unless there are three fields.
   static constexpr std::array<uint64_t, 3> kUnits = {3600, 60, 1};
   const size_t first = dash != npos || fields->size() == 3 ? 0 : 1;
-  std::optional<uint64_t> seconds = AddScaled(0, *days, 86400);
-  for (size_t i = 0; i < fields->size() && seconds; ++i) {
-    seconds = AddScaled(*seconds, (*fields)[i], kUnits[first + i]);
+  uint64_t seconds = AddScaled(0, *days, 86400);
+  for (size_t i = 0; i < fields->size(); ++i) {
+    seconds = AddScaled(seconds, (*fields)[i], kUnits[first + i]);
   }
-  if (!seconds) return {};
-  return {SlurmTime::Kind::kLimit, *seconds};
+  // sbatch --time: "A time limit of zero requests that no time limit be imposed".
+  if (seconds == 0) return {SlurmTime::Kind::kUnlimited};
+  return {SlurmTime::Kind::kLimit, seconds};
 }
 
 uint64_t WarningOffset(std::string_view spec) {

@@ -23,9 +23,11 @@ struct SlurmTime {
 // The forms Slurm takes for --time and prints in squeue's %l, each field decimal digits that
 // Slurm does not bound ("90" is 90 minutes, "1:75" 135 seconds):
 //   MM   MM:SS   HH:MM:SS   D-HH   D-HH:MM   D-HH:MM:SS
-// "UNLIMITED", "INFINITE" (in any case) and "-1" are kUnlimited, as Slurm reads them. Anything
-// else is kUnknown: squeue's "Partition_Limit" and "NOT_SET", an empty field, white space, a
-// sign, a total beyond 2^64 - 1 seconds.
+// "UNLIMITED", "INFINITE" (in any case), "-1" and a total of 0 ("0", "0:00") are kUnlimited, as
+// Slurm reads them. A field or a total beyond 2^64 - 1 seconds is that many (longer than any
+// offset).
+// Anything else is kUnknown: squeue's "Partition_Limit" and "NOT_SET", an empty field, white
+// space, a sign.
 SlurmTime ParseSlurmTime(std::string_view text);
 
 // The warning offset, in seconds, of a --signal spec as sbatch takes it:

@@ -140,11 +140,12 @@ std::vector<std::string> LoaderConfig::Problems() const {
   if (seq_len == 0) problems.push_back("--seq-len must be at least 1");
   if (batch_size == 0) problems.push_back("--batch-size must be at least 1");
   constexpr uint64_t kMaxBatchTokens = uint64_t{1} << 31;  // 16 GiB of int64 per batch
-  if (seq_len >= kMaxBatchTokens || (batch_size > 0 && seq_len > 0 &&
-                                     batch_size > kMaxBatchTokens / (seq_len + 1))) {
-    problems.push_back(fmt::format("--batch-size {} x (--seq-len {} + 1) tokens per batch is "
-                                   "above the limit of 2^31",
-                                   batch_size, seq_len));
+  if (seq_len >= kMaxBatchTokens ||
+      (batch_size > 0 && seq_len > 0 && batch_size > kMaxBatchTokens / (seq_len + 1))) {
+    problems.push_back(
+        fmt::format("--batch-size {} x (--seq-len {} + 1) tokens per batch is "
+                    "above the limit of 2^31",
+                    batch_size, seq_len));
   }
   if (logical_shards == 0) problems.push_back("--logical-shards must be at least 1");
   if (logical_shards > kMaxLogicalShards) {
@@ -170,8 +171,8 @@ std::vector<std::string> LoaderConfig::Problems() const {
     problems.push_back(SameBosAndEos(*bos_id, "--eos-id"));
   }
   for (const auto& [name, weight] : weights) {
-    if (!(weight >= 0)) problems.push_back(fmt::format("weight of {} is {}; weights must be >= 0",
-                                                       name, weight));
+    if (!(weight >= 0))
+      problems.push_back(fmt::format("weight of {} is {}; weights must be >= 0", name, weight));
   }
   if (!weight_schedule.empty()) {
     if (!weights.empty()) {
@@ -291,17 +292,22 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, LoaderConfig* settings) {
                 ranks_on_node);
   });
   if (static_cast<uint64_t>(comm.size()) > config.logical_shards) {
-    RefuseConfiguration({config.resume_from.empty()
-                ? fmt::format("{} ranks but only {} logical shards: every rank needs at least "
-                              "one (raise --logical-shards)",
-                              comm.size(), config.logical_shards)
-                : fmt::format("{} ranks but only {} logical shards: checkpoint {} was saved with "
-                              "{} logical shards, so resume it on at most {} ranks",
-                              comm.size(), config.logical_shards, config.resume_from,
-                              config.logical_shards, config.logical_shards)});
+    RefuseConfiguration(
+        {config.resume_from.empty()
+             ? fmt::format("{} ranks but only {} logical shards: every rank needs at least "
+                           "one (raise --logical-shards)",
+                           comm.size(), config.logical_shards)
+             : fmt::format("{} ranks but only {} logical shards: checkpoint {} was saved with "
+                           "{} logical shards, so resume it on at most {} ranks",
+                           comm.size(), config.logical_shards, config.resume_from,
+                           config.logical_shards, config.logical_shards)});
   }
-  setup.planner.schedule = ResolveSchedule(config, setup.table);
-  ResolveDocumentIds(config, comm.rank(), &setup);
+  // Each rank resolves its own settings (they are compared next, by meaning): together.
+  mpi::FailTogether(comm, [&] {
+    setup.planner.schedule = ResolveSchedule(config, setup.table);
+    ResolveDocumentIds(config, comm.rank(), &setup);
+  });
+  RequireSameResolvedSettings(comm, setup.table, setup.eos_id, &setup.planner.schedule);
   PlannerConfig& p = setup.planner;
   p.seed = config.seed;
   p.logical_shards = config.logical_shards;
@@ -310,7 +316,8 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, LoaderConfig* settings) {
   p.row_tokens = config.seq_len + 1;
   p.bos = setup.bos_id.has_value();
   for (const DatasetInfo& info : setup.table.datasets) p.datasets.push_back({info.name, info.docs});
-  if (auto problems = RanksWithoutDocuments(p, p.world); !problems.empty()) RefuseConfiguration(problems);
+  if (auto problems = RanksWithoutDocuments(p, p.world); !problems.empty())
+    RefuseConfiguration(problems);
   return setup;
 }
 

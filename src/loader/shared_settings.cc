@@ -21,12 +21,36 @@ std::string Text(const std::optional<int64_t>& id, const char* none) {
   return id ? std::to_string(*id) : none;
 }
 
-// The mixing a rank asks for: --weights text, or --weights-schedule text. One setting, so that a
-// rank giving weights and another a schedule is one difference, named once.
-std::string MixingText(const LoaderConfig& c) {
-  if (c.weight_schedule.empty() && c.weights.empty()) return "by tokens";
-  if (c.weight_schedule.empty()) return FormatWeights(c.weights);
-  return FormatWeightSchedule(c.weight_schedule);
+// The normalized schedule, as "0: a=0.5, b=0.5; ~100: a=1, b=0" to 12 significant digits.
+std::string ScheduleText(const CorpusTable& table, const MixSchedule& schedule) {
+  std::vector<std::string> entries;
+  for (const MixEntry& e : schedule.entries()) {
+    std::vector<std::string> weights;
+    for (size_t d = 0; d < e.weights.size(); ++d) {
+      weights.push_back(fmt::format("{}={:.12g}", table.datasets[d].name, e.weights[d]));
+    }
+    entries.push_back(fmt::format("{}{}: {}", e.ramp ? "~" : "", e.step, fmt::join(weights, ", ")));
+  }
+  return fmt::format("{}", fmt::join(entries, "; "));
+}
+
+// Every rank's schedule takes rank 0's weights (the same entries: their texts agree).
+void TakeRankZeroWeights(const mpi::Comm& comm, MixSchedule* schedule) {
+  std::vector<MixEntry> entries = schedule->entries();
+  std::string bytes;
+  for (const MixEntry& e : entries) {
+    bytes.append(reinterpret_cast<const char*>(e.weights.data()),
+                 e.weights.size() * sizeof(double));
+  }
+  comm.Broadcast(&bytes, 0);
+  STOKER_CHECK(bytes.size() == entries.size() * schedule->datasets() * sizeof(double),
+               InternalError, "rank 0's weights are {} bytes", bytes.size());
+  size_t at = 0;
+  for (MixEntry& e : entries) {
+    std::memcpy(e.weights.data(), bytes.data() + at, e.weights.size() * sizeof(double));
+    at += e.weights.size() * sizeof(double);
+  }
+  *schedule = MixSchedule(std::move(entries));
 }
 
 std::string BoundaryText(const BoundaryFields& f) {
@@ -65,9 +89,7 @@ std::vector<mpi::Setting> SharedSettings(const LoaderConfig& c) {
   return {{"seed", std::to_string(c.seed)},
           {"logical_shards", std::to_string(c.logical_shards)},
           {"seq_len", std::to_string(c.seq_len)},
-          {"eos_id", Text(c.eos_id, "the corpus's")},
           {"bos_id", Text(c.bos_id, "none")},
-          {"weights / weight_schedule", MixingText(c)},
           {"boundaries", BoundaryText(c.boundaries)},
           {"resume_from", c.resume_from.empty() ? "none (step 0)" : c.resume_from}};
 }
@@ -76,6 +98,15 @@ void RequireSharedSettings(const mpi::Comm& comm, const LoaderConfig& config) {
   mpi::RequireAgreement(comm, SharedSettings(config), "loader settings differ between ranks");
   RequireCorpusFolder(comm, config.data);
   RequireSameCorpusView(comm, config.data);
+}
+
+void RequireSameResolvedSettings(const mpi::Comm& comm, const CorpusTable& table, int64_t eos_id,
+                                 MixSchedule* schedule) {
+  mpi::RequireAgreement(comm,
+                        {{"eos_id", std::to_string(eos_id)},
+                         {"weights / weight_schedule, normalized", ScheduleText(table, *schedule)}},
+                        "loader settings differ between ranks once the corpus resolves them");
+  TakeRankZeroWeights(comm, schedule);
 }
 
 void WarnOfShardsWithoutChecksum(const mpi::Comm& comm, const CorpusTable& table) {

@@ -183,12 +183,26 @@ Comm Comm::Split(int color) const {
 namespace {
 
 // Error kinds as they travel between ranks.
-enum class Kind : uint8_t { kNone, kError, kConfig, kData, kIo, kMpi, kHdf5, kInternal, kOther };
+enum class Kind : uint8_t {
+  kNone,
+  kError,
+  kConfig,
+  kData,
+  kIo,
+  kMpi,
+  kHdf5,
+  kInternal,
+  kOther,
+  kBusy
+};
 
 Kind Classify(std::exception_ptr error, std::string* message) {
   if (!error) return Kind::kNone;
   try {
     std::rethrow_exception(error);
+  } catch (const BusyError& e) {
+    *message = e.what();
+    return Kind::kBusy;
   } catch (const ConfigError& e) {
     *message = e.what();
     return Kind::kConfig;
@@ -224,6 +238,8 @@ Kind Classify(std::exception_ptr error, std::string* message) {
 
 [[noreturn]] void Throw(Kind kind, const std::string& message) {
   switch (kind) {
+    case Kind::kBusy:
+      throw BusyError(message, true);
     case Kind::kConfig:
       throw ConfigError(message, true);
     case Kind::kData:
@@ -270,20 +286,21 @@ void FailTogether(const Comm& comm, const std::function<void()>& local) {
 
 int RunProgram(const Comm& world, const std::function<int()>& body) {
   // Alone, no rank waits for this one: a plain exit code, without MPI_Abort's banner.
-  const auto end_alone = [&](const char* what) {
+  const auto end_alone = [&](const char* what, int code) {
     spdlog::error("{}", what);
     spdlog::default_logger()->flush();
-    if (world.size() > 1) Abort(1);
-    return 1;
+    if (world.size() > 1) Abort(code);
+    return code;
   };
   try {
     return body();
   } catch (const Error& e) {
-    if (!e.collective()) return end_alone(e.what());
+    const int code = dynamic_cast<const BusyError*>(&e) != nullptr ? 3 : 1;
+    if (!e.collective()) return end_alone(e.what(), code);
     if (world.rank() == 0) spdlog::error("{}", e.what());
-    return 1;
+    return code;
   } catch (const std::exception& e) {
-    return end_alone(e.what());
+    return end_alone(e.what(), 1);
   }
 }
 

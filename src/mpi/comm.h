@@ -100,9 +100,10 @@ void FailTogether(const Comm& comm, const std::function<void()>& local);
 void RaiseTogether(const Comm& comm, std::exception_ptr error);
 
 // For a program's main(): runs `body` and returns its exit code. An error that every rank raised
-// together (collective) is logged once, by rank 0, and every rank returns 1; any other error is
-// logged by the rank that saw it, which then ends the job with MPI_Abort so that no other rank
-// waits for it for ever (alone, on one rank, it returns 1: one line, no MPI_Abort banner).
+// together (collective) is logged once, by rank 0, and every rank returns 1 (3 for a BusyError: a
+// folder another run holds); any other error is logged by the rank that saw it, which then ends
+// the job with MPI_Abort so that no other rank waits for it for ever (alone, on one rank, it
+// returns the code: one line, no MPI_Abort banner).
 int RunProgram(const Comm& world, const std::function<int()>& body);
 
 }  // namespace stoker::mpi

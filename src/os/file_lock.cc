@@ -63,7 +63,7 @@ FileLock FileLock::Take(const std::string& path, const LockWords& words) {
     lock.l_whence = SEEK_SET;
     if (::fcntl(fd.get(), F_OFD_SETLK, &lock) != 0) {
       const int error = errno;
-      STOKER_CHECK(error != EAGAIN && error != EACCES, ConfigError, "{} ({}): {}", words.in_use,
+      STOKER_CHECK(error != EAGAIN && error != EACCES, BusyError, "{} ({}): {}", words.in_use,
                    ReadHolder(fd.get(), path), words.advice);
       throw ConfigError(fmt::format(
           "cannot lock {} ({}): the file system refuses locks, so stoker cannot make sure that "

@@ -50,12 +50,25 @@ void CommandLine::ApplyEnvironment() {
   }
 }
 
+void CommandLine::Settle() {
+  settings_->run.given.clear();
+  for (const auto& [setting, option] : options_) {
+    if (option->count() > 0) settings_->run.given.emplace(setting->flag);
+  }
+  settings_->run.program_shared = ProgramShared(*settings_, program_);
+}
+
 std::vector<std::string> CommandLine::VariableLines() const {
+  // Each value as a user types it ("threads", "4MiB"), not as CLI11 holds it after converting
+  // ("2", "4194304"): the field's value as --help shows a default, bound afresh; an option that
+  // shows none (a path, an optional id) holds what was typed.
+  CLI::App shown;
+  ProgramSettings now = *settings_;
   std::vector<std::string> lines;
   for (const auto& [setting, option] : options_) {
     if (setting->env.empty()) continue;
-    const std::vector<std::string>& given = option->results();
-    const std::string value = given.empty() ? option->get_default_str() : given.back();
+    std::string value = setting->bind(&shown, *setting, &now)->get_default_str();
+    if (value.empty() && !option->results().empty()) value = option->results().back();
     lines.push_back(fmt::format("{}={}", setting->env, value));
   }
   return lines;
@@ -72,12 +85,15 @@ void CheckOptionValues(CLI::App* app) {
     if (option->get_type_size() == 0) continue;  // a flag: no value
     // transform() puts the check first: it sees the value as typed, before a unit suffix is
     // expanded or the text converted. No description, so --help stays as it is.
-    // "UINT": CLI11's type name of options bound to unsigned integers (CLI/TypeTools.hpp).
-    const bool whole = option->get_type_name().starts_with("UINT");
+    // "UINT", "INT": CLI11's type names of options bound to unsigned and signed integers
+    // (CLI/TypeTools.hpp).
+    const std::string type = option->get_type_name();
+    const bool whole = type.starts_with("UINT") || type.starts_with("INT");
+    const bool is_signed = type.starts_with("INT");
     option->transform(CLI::Validator(
-        [whole](std::string& value) -> std::string {
+        [whole, is_signed](std::string& value) -> std::string {
           if (value.empty()) return "an empty value (leave the option out for its default)";
-          return whole ? WholeNumberProblem(value) : std::string();
+          return whole ? WholeNumberProblem(value, is_signed) : std::string();
         },
         ""));
   }
@@ -95,6 +111,7 @@ std::optional<int> ParseCommandLine(CLI::App* app, CommandLine* line, std::vecto
   }
   try {
     line->ApplyEnvironment();
+    line->Settle();
   } catch (const ConfigError& e) {
     if (print) std::fprintf(stderr, "%s: %s\n", app->get_name().c_str(), e.what());
     return 2;

@@ -18,6 +18,20 @@ std::optional<Program> ParseProgram(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view SharingName(Sharing sharing) {
+  switch (sharing) {
+    case Sharing::kOwn:
+      return "own";
+    case Sharing::kLoader:
+      return "loader";
+    case Sharing::kSession:
+      return "session";
+    case Sharing::kProgram:
+      return "program";
+  }
+  return "?";
+}
+
 ProgramSettings DefaultSettings(Program program) {
   ProgramSettings settings;
   if (program == Program::kRun) {

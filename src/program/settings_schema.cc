@@ -1,5 +1,7 @@
 // Schema(): every setting of the programs on stoker (stoker/program/settings.h), the one place
 // of its flag, variable, unit and help. Defaults are the bound fields' values (DefaultSettings).
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <initializer_list>
 #include <map>
@@ -16,6 +18,10 @@ namespace {
 constexpr unsigned kRun = static_cast<unsigned>(Program::kRun);
 constexpr unsigned kTrainer = static_cast<unsigned>(Program::kTrainer);
 constexpr unsigned kBoth = kRun | kTrainer;
+constexpr Sharing kOwn = Sharing::kOwn;
+constexpr Sharing kLoader = Sharing::kLoader;
+constexpr Sharing kSession = Sharing::kSession;
+constexpr Sharing kProgram = Sharing::kProgram;
 
 std::string Text(std::string_view view) { return std::string(view); }
 
@@ -51,10 +57,15 @@ CLI::Option* Size(CLI::App* app, const Setting& s, uint64_t& field) {
       ->default_str(SizeText(field));
 }
 
-// A number, or "auto" for 0.
+// A number of 1 or more, or "auto" for 0 (a typed 0 is refused: it would mean auto unsaid).
 CLI::Option* NumberOrAuto(CLI::App* app, const Setting& s, uint32_t& field) {
   return app->add_option(Text(s.flag), field, Text(s.help))
       ->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "0"}}))
+      ->transform(CLI::Validator(
+          [](std::string& value) {
+            return value == "0" ? std::string("0: give 1 or more, or auto") : std::string();
+          },
+          ""))
       ->default_str(field == 0 ? "auto" : std::to_string(field));
 }
 
@@ -71,58 +82,65 @@ CLI::Option* Named(CLI::App* app, const Setting& s, Enum& field, std::initialize
 
 using S = ProgramSettings;
 
+// A trainer setting's meaning: its value (a double to round-trip, a switch as true or false).
+template <auto field>
+std::string Trainer(const S& v) {
+  return fmt::format("{}", v.trainer.*field);
+}
+
 const Setting kData[] = {
-    {"data", "--data", "CORPUS", "", "data", kBoth, false,
+    {"data", "--data", "CORPUS", "", "data", kBoth, kLoader, false,
      "Corpus folder (docs/format.md), e.g. one made by stoker pack; required",
      [](CLI::App* a, const Setting& s, S* v) { return Maybe(a, s, v->run.loader.data); }},
-    {"weights", "--weights", "WEIGHTS", "", "data", kBoth, true,
+    {"weights", "--weights", "WEIGHTS", "", "data", kBoth, kLoader, true,
      "Mixing weights as NAME=W,NAME=W (relative; datasets not named are not read). Default: "
      "proportional to each dataset's tokens. May change at a resume: the new weights rule from "
      "the resumed step on",
      [](CLI::App* a, const Setting& s, S* v) { return Maybe(a, s, v->run.weights); }},
-    {"weights_schedule", "--weights-schedule", "WEIGHTS_SCHEDULE", "", "data", kBoth, true,
+    {"weights_schedule", "--weights-schedule", "WEIGHTS_SCHEDULE", "", "data", kBoth, kLoader, true,
      "Mixing weights that change with the step: jumps as "
      "\"0:web=0.7,code=0.3;10000:web=0.5,code=0.5\" (STEP:WEIGHTS entries, ';' between them), a "
      "linear ramp to an entry as ~STEP:WEIGHTS, or a TOML or JSON file (docs/loader.md, "
      "\"Mixing\"). STEP counts the batches before: entry 10000 rules the 10,001st batch on. "
      "Instead of --weights",
      [](CLI::App* a, const Setting& s, S* v) { return Maybe(a, s, v->run.weights_schedule); }},
-    {"seq_len", "--seq-len", "SEQ_LEN", "tokens", "data", kBoth, false,
+    {"seq_len", "--seq-len", "SEQ_LEN", "tokens", "data", kBoth, kLoader, false,
      "Tokens per training sequence (the model's context); rows hold seq-len + 1",
      [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->run.loader.seq_len); }},
-    {"batch_size", "--batch-size", "BATCH_SIZE", "rows", "data", kBoth, false,
+    {"batch_size", "--batch-size", "BATCH_SIZE", "rows", "data", kBoth, kOwn, false,
      "Rows (sequences) per step on each rank",
      [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->run.loader.batch_size); }},
-    {"seed", "--seed", "SEED", "", "data", kBoth, false,
+    {"seed", "--seed", "SEED", "", "data", kBoth, kLoader, false,
      "Seed of the data order (same seed, same order) and of a trainer's initial weights",
      [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->run.loader.seed); }},
-    {"logical_shards", "--logical-shards", "LOGICAL_SHARDS", "", "data", kBoth, false,
+    {"logical_shards", "--logical-shards", "LOGICAL_SHARDS", "", "data", kBoth, kLoader, false,
      "Units of the order that ranks own; any rank count up to it works (a dataset must still "
      "give every rank a document). Ranks balance within about 1% while logical shards >= 100 x "
      "ranks. At most 16777216",
      [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->run.loader.logical_shards); }},
-    {"eos_id", "--eos-id", "EOS_ID", "", "data", kBoth, false,
+    {"eos_id", "--eos-id", "EOS_ID", "", "data", kBoth, kLoader, false,
      "End-of-document token appended to every document (default: the corpus's eos_id attribute, "
      "else 0)",
      [](CLI::App* a, const Setting& s, S* v) { return Maybe(a, s, v->run.loader.eos_id); }},
-    {"bos_id", "--bos-id", "BOS_ID", "", "data", kBoth, false,
+    {"bos_id", "--bos-id", "BOS_ID", "", "data", kBoth, kLoader, false,
      "Beginning-of-document token put before every document (default: none)",
      [](CLI::App* a, const Setting& s, S* v) { return Maybe(a, s, v->run.loader.bos_id); }},
 };
 
 const Setting kReading[] = {
-    {"prefetch", "--prefetch", "PREFETCH", "batches", "reading", kBoth, false,
+    {"prefetch", "--prefetch", "PREFETCH", "batches", "reading", kBoth, kOwn, false,
      "Finished batches each rank keeps ready for the trainer. With the batches being read "
      "(--read-ahead) they must fit in half the memory a rank may use (RAM, cgroup limit, "
      "ulimit -v): checked before anything is allocated",
      [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->run.loader.prefetch); }},
-    {"read_ahead_bytes", "--read-ahead", "READ_AHEAD", "bytes", "reading", kBoth, false,
-     "Bytes of batches (int64 tokens) each rank reads at once beyond the finished ones, at least "
-     "one batch; suffixes KiB, MiB, GiB. Enough to keep --io-depth reads busy",
+    {"read_ahead_bytes", "--read-ahead", "READ_AHEAD", "bytes", "reading", kBoth, kOwn, false,
+     "Bytes of batches (int64 tokens) each rank reads at once beyond the finished ones; suffixes "
+     "KiB, MiB, GiB. One batch is read ahead whatever it is (0 or less than a batch: one). "
+     "Enough to keep --io-depth reads busy",
      [](CLI::App* a, const Setting& s, S* v) {
        return Size(a, s, v->run.loader.read_ahead_bytes);
      }},
-    {"io_depth", "--io-depth", "IO_DEPTH", "reads", "reading", kBoth, false,
+    {"io_depth", "--io-depth", "IO_DEPTH", "reads", "reading", kBoth, kOwn, false,
      "Reads each rank keeps in flight (1 to 4096), or auto: 128 per node, shared by the node's "
      "ranks (at least 16 each), which keeps a local or cloud disk and a parallel file system "
      "(Lustre, GPFS, a millisecond a read) busy without overfilling a disk's queue when many "
@@ -130,14 +148,14 @@ const Setting kReading[] = {
      [](CLI::App* a, const Setting& s, S* v) {
        return NumberOrAuto(a, s, v->run.loader.io_depth);
      }},
-    {"io_engine", "--io-engine", "IO_ENGINE", "", "reading", kBoth, false,
+    {"io_engine", "--io-engine", "IO_ENGINE", "", "reading", kBoth, kOwn, false,
      "What keeps the reads in flight: uring (io_uring), threads (a pool of reader threads), or "
      "auto: io_uring where the kernel allows it, else threads",
      [](CLI::App* a, const Setting& s, S* v) {
        return Named(a, s, v->run.loader.io_engine,
                     {IoEngine::kAuto, IoEngine::kUring, IoEngine::kThreads}, IoEngineName);
      }},
-    {"direct_io", "--direct-io", "DIRECT_IO", "", "reading", kBoth, false,
+    {"direct_io", "--direct-io", "DIRECT_IO", "", "reading", kBoth, kOwn, false,
      "Whether token reads bypass the page cache (O_DIRECT): on, off, or auto: on when the corpus "
      "is larger than the memory a rank may use, since the cache could not keep it and filling "
      "it costs the kernel time on every read",
@@ -148,85 +166,97 @@ const Setting kReading[] = {
 };
 
 const Setting kModel[] = {
-    {"vocab", "--vocab", "", "tokens", "model", kTrainer, false,
+    {"vocab", "--vocab", "", "tokens", "model", kTrainer, kProgram, false,
      "Vocabulary size (token ids must be below it); 0: the corpus's vocab_size attribute (258 "
      "for stoker pack's byte tokenizer)",
-     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->trainer.vocab); }},
-    {"dim", "--dim", "", "", "model", kTrainer, false, "Model width",
-     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->trainer.dim); }},
-    {"layers", "--layers", "", "", "model", kTrainer, false, "Transformer blocks",
-     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->trainer.layers); }},
-    {"heads", "--heads", "", "", "model", kTrainer, false, "Attention heads (must divide --dim)",
-     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->trainer.heads); }},
-    {"lr", "--lr", "", "", "model", kTrainer, false, "AdamW's learning rate after warm-up",
-     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->trainer.lr); }},
-    {"warmup", "--warmup", "", "steps", "model", kTrainer, false,
+     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->trainer.vocab); },
+     Trainer<&TrainerSettings::vocab>},
+    {"dim", "--dim", "", "", "model", kTrainer, kProgram, false, "Model width",
+     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->trainer.dim); },
+     Trainer<&TrainerSettings::dim>},
+    {"layers", "--layers", "", "", "model", kTrainer, kProgram, false, "Transformer blocks",
+     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->trainer.layers); },
+     Trainer<&TrainerSettings::layers>},
+    {"heads", "--heads", "", "", "model", kTrainer, kProgram, false,
+     "Attention heads (must divide --dim)",
+     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->trainer.heads); },
+     Trainer<&TrainerSettings::heads>},
+    {"lr", "--lr", "", "", "model", kTrainer, kProgram, false,
+     "AdamW's learning rate after warm-up",
+     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->trainer.lr); },
+     Trainer<&TrainerSettings::lr>},
+    {"warmup", "--warmup", "", "steps", "model", kTrainer, kProgram, false,
      "Steps of linear learning-rate warm-up from step 0",
-     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->trainer.warmup); }},
-    {"clip", "--clip", "", "", "model", kTrainer, false,
+     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->trainer.warmup); },
+     Trainer<&TrainerSettings::warmup>},
+    {"clip", "--clip", "", "", "model", kTrainer, kProgram, false,
      "Clip the gradient norm to this (0: no clipping)",
-     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->trainer.clip); }},
-    {"doc_mask", "--doc-mask", "", "", "model", kTrainer, false,
+     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->trainer.clip); },
+     Trainer<&TrainerSettings::clip>},
+    {"doc_mask", "--doc-mask", "", "", "model", kTrainer, kProgram, false,
      "Attend only within each document (block-diagonal causal attention from the loader's "
      "segment_ids) and count positions from each document's first token (its position_ids, "
      "restarting at each row too); off: plain causal attention over the whole row, positions 0 "
      "to --seq-len - 1",
-     [](CLI::App* a, const Setting& s, S* v) { return Switch(a, s, v->trainer.doc_mask); }},
+     [](CLI::App* a, const Setting& s, S* v) { return Switch(a, s, v->trainer.doc_mask); },
+     Trainer<&TrainerSettings::doc_mask>},
 };
 
 const Setting kRunSettings[] = {
-    {"steps", "--steps", "STEPS", "steps", "run", kBoth, false, "Stop after this global step",
+    {"steps", "--steps", "STEPS", "steps", "run", kBoth, kSession, false,
+     "Stop after this global step",
      [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->run.steps); }},
-    {"checkpoint_dir", "--checkpoint-dir", "CHECKPOINT_DIR", "", "run", kBoth, false,
+    {"checkpoint_dir", "--checkpoint-dir", "CHECKPOINT_DIR", "", "run", kBoth, kSession, false,
      "Folder of checkpoints (shared storage on a cluster): DIR/step-<N>/ holds the loader's "
      "files (loader/, one per rank) and a trainer's beside them; --resume goes on from the "
      "newest complete step",
      [](CLI::App* a, const Setting& s, S* v) { return Maybe(a, s, v->run.checkpoint_dir); }},
-    {"save_every", "--save-every", "SAVE_EVERY", "steps", "run", kBoth, false,
+    {"save_every", "--save-every", "SAVE_EVERY", "steps", "run", kBoth, kSession, false,
      "Save a step folder every K global steps (0: none on a schedule). The trainers also save "
      "their last step and the step a stop signal ends the run at",
      [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->run.save_every); }},
-    {"resume", "--resume", "", "", "run", kBoth, false,
+    {"resume", "--resume", "", "", "run", kBoth, kSession, false,
      "Go on from the newest complete step under --checkpoint-dir, on any number of ranks (the "
      "loader rescales its state); no step folder yet: start at step 0; step folders none of "
      "which is complete: refused. --steps N still stops after global step N. Safe to pass always",
      [](CLI::App* a, const Setting& s, S* v) { return Switch(a, s, v->run.resume); }},
-    {"start_over", "--start-over", "", "", "run", kBoth, false,
+    {"start_over", "--start-over", "", "", "run", kBoth, kSession, false,
      "Start at step 0 although --checkpoint-dir holds step folders of an earlier run: they are "
      "deleted first. Without it (and without --resume) such a run is refused, never overwriting "
      "them",
      [](CLI::App* a, const Setting& s, S* v) { return Switch(a, s, v->run.start_over); }},
-    {"trace_dir", "--trace", "TRACE_DIR", "", "run", kBoth, true,
+    {"trace_dir", "--trace", "TRACE_DIR", "", "run", kBoth, kSession, true,
      "Write what every rank delivers, for `stoker audit DIR`: per batch, before the next is "
      "taken, one record per document piece (step, dataset, document, epoch, first framed "
      "position, count) to DIR/from-<S>/rank-<r>-of-<W>.trace, S being the step the run starts "
      "from (0, or the resumed step). Traces of runs from step S or later are set aside first: "
      "they are replayed",
      [](CLI::App* a, const Setting& s, S* v) { return Maybe(a, s, v->run.trace_dir); }},
-    {"result_file", "--result", "RESULT_FILE", "", "run", kBoth, true,
+    {"result_file", "--result", "RESULT_FILE", "", "run", kBoth, kOwn, true,
      "Also append the JSON object of the result line to FILE as one line (rank 0), also when a "
      "signal stopped the run early (stopped_early, end_step): the runs of a requeued job each "
      "add theirs. A FILE that cannot be written is an error before the run starts (exit 2)",
      [](CLI::App* a, const Setting& s, S* v) { return Maybe(a, s, v->run.result_file); }},
-    {"log_every", "--log-every", "", "steps", "run", kTrainer, false,
+    {"log_every", "--log-every", "", "steps", "run", kTrainer, kProgram, false,
      "Log step, loss, tokens/s and data-wait share every K steps (0: never)",
-     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->trainer.log_every); }},
-    {"ready_file", "--ready-file", "", "", "run", kTrainer, false,
+     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->trainer.log_every); },
+     Trainer<&TrainerSettings::log_every>},
+    {"ready_file", "--ready-file", "", "", "run", kTrainer, kOwn, false,
      "Rank 0 creates FILE once every rank has started and can take SIGUSR1 or SIGTERM: a job "
      "script holds a stop signal until then (jobs/common.sh), since one sent earlier can reach a "
      "rank before it could catch it, or no rank at all",
      [](CLI::App* a, const Setting& s, S* v) { return Maybe(a, s, v->run.ready_file); }},
-    {"dump", "--dump", "", "", "run", kRun, false,
+    {"dump", "--dump", "", "", "run", kRun, kOwn, false,
      "Write every delivered batch to DIR/rank-<r>.bin (raw little-endian int64 rows of seq-len "
      "+ 1 tokens), each before the next batch is taken, and what its rows are made of to "
      "DIR/rank-<r>.pieces (per document piece five little-endian uint64: dataset, document, "
      "epoch, first framed position, count)",
      [](CLI::App* a, const Setting& s, S* v) { return Maybe(a, s, v->dump); }},
-    {"config", "--config", "", "", "run", kRun, false,
+    {"config", "--config", "", "", "run", kRun, kOwn, false,
      "Read settings from a TOML or INI file (keys are the long option names, e.g. seq-len = "
      "2048); the command line and the environment win over it",
      [](CLI::App* a, const Setting& s, S* v) { return Maybe(a, s, v->config_file); }},
-    {"check", "--check", "", "", "run", kTrainer, false,
+    {"check", "--check", "", "", "run", kTrainer, kOwn, false,
      "Check the settings and exit, starting nothing (no MPI: run it without mpirun): 0 when "
      "they are right, 2 naming each wrong one; on stdout each setting that has a variable, as "
      "NAME=VALUE. Job scripts run it first",
@@ -253,6 +283,17 @@ const Setting* FindSetting(std::string_view flag) {
     if (setting.flag == flag) return &setting;
   }
   return nullptr;
+}
+
+std::vector<std::pair<std::string, std::string>> ProgramShared(const ProgramSettings& settings,
+                                                               Program program) {
+  std::vector<std::pair<std::string, std::string>> shared;
+  for (const Setting& setting : Schema()) {
+    if (setting.sharing == Sharing::kProgram && setting.TakenBy(program)) {
+      shared.emplace_back(setting.name, setting.meaning(settings));
+    }
+  }
+  return shared;
 }
 
 }  // namespace stoker::program

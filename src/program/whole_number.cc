@@ -1,22 +1,40 @@
 #include "program/whole_number.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
+#include <string_view>
 
 namespace stoker {
 
-std::string WholeNumberProblem(const std::string& value) {
-  size_t at = 0;
-  while (at < value.size() && std::isspace(static_cast<unsigned char>(value[at])) != 0) ++at;
-  if (at < value.size() && value[at] == '-') {
-    return value + " is negative: give a whole number of 0 or more";
+std::string WholeNumberProblem(const std::string& value, bool is_signed) {
+  const auto digit = [&](size_t at) {
+    return at < value.size() && std::isdigit(static_cast<unsigned char>(value[at])) != 0;
+  };
+  if (!value.empty() && (std::isspace(static_cast<unsigned char>(value.front())) != 0 ||
+                         std::isspace(static_cast<unsigned char>(value.back())) != 0)) {
+    return value + " has white space around it: give the number alone";
   }
-  if (at < value.size() && value[at] == '+') ++at;
-  if (at + 1 < value.size() && value[at] == '0' &&
-      (std::isdigit(static_cast<unsigned char>(value[at + 1])) != 0 || value[at + 1] == 'x' ||
-       value[at + 1] == 'X')) {
+  if (!value.empty() && value[0] == '+') return value + " has a '+' sign: give the number alone";
+  const bool negative = !value.empty() && value[0] == '-';
+  if (negative && !is_signed) return value + " is negative: give a whole number of 0 or more";
+  const size_t first = negative ? 1 : 0;
+  size_t end = first;
+  while (digit(end)) ++end;
+  if (end == first) return "";  // "auto", a word: the option's conversion says what it takes
+  if (value[first] == '0' &&
+      (end > first + 1 || (end < value.size() && (value[end] == 'x' || value[end] == 'X')))) {
     return value +
            " is not a decimal number (a leading 0 would read as octal, 0x as hexadecimal): write "
            "it in decimal, without leading zeros";
+  }
+  const std::string_view digits(value.data() + first, end - first);
+  const std::string_view most = !is_signed ? "18446744073709551615"
+                                : negative ? "9223372036854775808"
+                                           : "9223372036854775807";
+  if (digits.size() > most.size() || (digits.size() == most.size() && digits > most)) {
+    return fmt::format("{} is beyond 64 bits: at {} {}{}", value, negative ? "least" : "most",
+                       negative ? "-" : "", most);
   }
   return "";
 }

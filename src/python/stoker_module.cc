@@ -59,7 +59,8 @@ std::map<std::string, double> WeightsByName(const Loader& loader) {
 void BindErrors(py::module_& m) {
   // Translators are tried newest first: the kinds after their base.
   static py::exception<Error> error(m, "Error");
-  py::register_exception<ConfigError>(m, "ConfigError", error.ptr());
+  const auto& config = py::register_exception<ConfigError>(m, "ConfigError", error.ptr());
+  py::register_exception<BusyError>(m, "BusyError", config.ptr());  // a ConfigError too
   py::register_exception<DataError>(m, "DataError", error.ptr());
   py::register_exception<IoError>(m, "IoError", error.ptr());
   py::register_exception<MpiError>(m, "MpiError", error.ptr());

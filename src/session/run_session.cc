@@ -35,10 +35,12 @@ std::string JsonText(const nlohmann::json& value) {
   return value.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
 }
 
-// The run's settings that every rank must share (the loader's are compared when it is built): a
-// rank with other --steps would wait for ever in the last save's collective, one with another
-// --checkpoint-dir would leave no complete step anywhere. Folders are compared as the folders
-// they resolve to, so that a symbolic link or a relative path names the same one.
+// The run's settings that every rank must share (the loader's are compared when it is built), and
+// the program's (RunSettings::program_shared): a rank with other --steps would wait for ever in
+// the last save's collective, one with another --checkpoint-dir would leave no complete step
+// anywhere. Folders are compared as the folders they resolve to, so that a symbolic link or a
+// relative path names the same one. The settings schema marks these kSession
+// (stoker/program/settings.h).
 std::vector<mpi::Setting> RunSharedSettings(const RunSettings& s) {
   auto folder = [](const std::string& dir) {
     std::error_code error;  // a folder that cannot be resolved is compared as given
@@ -46,13 +48,15 @@ std::vector<mpi::Setting> RunSharedSettings(const RunSettings& s) {
     return dir.empty() ? std::string("none") : error ? dir : resolved.string();
   };
   auto yes_no = [](bool b) { return std::string(b ? "yes" : "no"); };
-  return {{"steps", std::to_string(s.steps)},
-          {"checkpoint_dir", folder(s.checkpoint_dir)},
-          {"save_every", std::to_string(s.save_every)},
-          {"save_last", yes_no(s.save_last)},
-          {"resume", yes_no(s.resume)},
-          {"start_over", yes_no(s.start_over)},
-          {"trace_dir", folder(s.trace_dir)}};
+  std::vector<mpi::Setting> shared = {{"steps", std::to_string(s.steps)},
+                                      {"checkpoint_dir", folder(s.checkpoint_dir)},
+                                      {"save_every", std::to_string(s.save_every)},
+                                      {"save_last", yes_no(s.save_last)},
+                                      {"resume", yes_no(s.resume)},
+                                      {"start_over", yes_no(s.start_over)},
+                                      {"trace_dir", folder(s.trace_dir)}};
+  for (const auto& [flag, value] : s.program_shared) shared.push_back({flag, value});
+  return shared;
 }
 
 }  // namespace

@@ -73,6 +73,9 @@ std::vector<std::string> RunSettings::Problems() const {
     if (given && checkpoint_dir.empty())
       problems.push_back(fmt::format("{} needs --checkpoint-dir", flag));
   }
+  if (given.count("--save-every") > 0 && save_every > 0 && checkpoint_dir.empty()) {
+    problems.push_back("--save-every needs --checkpoint-dir (without one nothing is saved)");
+  }
   if (resume && start_over) problems.push_back("--resume and --start-over exclude each other");
   if (start_over && !checkpoint_dir.empty() && !Saves()) {
     problems.push_back("--start-over needs --checkpoint-dir and --save-every (a run that saves)");

@@ -102,22 +102,24 @@ def train(settings, comm, stoker):
 
 def run_program(comm, stoker, body):
     """``body()``'s exit code; an error every rank raised together is printed once by rank 0 and
-    every rank exits 1; one raised by some ranks only (the others are waiting for them in a
-    collective) is printed by each of those and ends the job (Abort)."""
+    every rank exits 1 (3 for a BusyError: a folder another run holds, as the C++ programs); one
+    raised by some ranks only (the others are waiting for them in a collective) is printed by each
+    of those and ends the job (Abort)."""
     errors = comm.Dup()  # the error agreement, never mixed with the run's collectives
     try:
         return body()
     except Exception as e:  # noqa: BLE001 (every error ends the run; it is said first)
         kind = type(e).__name__
+        code = 3 if isinstance(e, stoker.BusyError) else 1
         request, deadline = errors.Ibarrier(), time.monotonic() + 10
         while not request.Test():
             if time.monotonic() > deadline:
                 print(f"train.py: rank {comm.rank}: {kind}: {e}", file=sys.stderr, flush=True)
-                comm.Abort(1)
+                comm.Abort(code)
             time.sleep(0.01)
         if comm.rank == 0:
             print(f"train.py: error: {kind}: {e}", file=sys.stderr, flush=True)
-        return 1
+        return code
 
 
 if __name__ == "__main__":

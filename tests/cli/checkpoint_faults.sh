@@ -4,12 +4,14 @@
 #   - the newest step lacks a rank file, or holds only a .tmp (a save killed half-way), or has an
 #     empty loader/: --resume passes over it with one warning naming it and goes on from the
 #     newest complete step (the dump proves which); `stoker inspect` of it fails naming the file;
-#   - a truncated or a bit-flipped rank file in the newest step: an error naming the file;
+#   - a truncated or a bit-flipped rank file in the newest step: passed over as incomplete, naming
+#     the file, and --resume goes on from the step before; `stoker inspect` of it fails naming it;
 #   - a checkpoint of another corpus or seed: refused, saying what differs;
 #   - a rank file of another run (the same seed, corpus and shapes, another batch size) copied over
 #     the same-named file of the newest step, at 2 and 3 ranks: --resume (which picked that step)
 #     refuses it rather than pass it over, on the same rank count and rescaled to the other, and
-#     so do `stoker inspect` and `stoker reshard`, naming the file and both runs; the unmixed
+#     so do `stoker inspect` and `stoker reshard`, naming the file and both runs (at 3 ranks a
+#     rank file 0 of another run is named as such, the others outvoting it); the unmixed
 #     folders resume, and save under a new run identity;
 #   - more ranks than logical shards (fresh, resumed, or `stoker reshard --world-size`): refused;
 # every error exits non-zero, printed once (by rank 0 only).
@@ -107,12 +109,13 @@ expect_resumed "incomplete newest steps" "$dir" 8 \
   "passing over incomplete checkpoint $dir/step-16" \
   "passing over incomplete checkpoint $dir/step-12"
 
-# --- Corrupt files: an error naming the file. ---
+# --- Corrupt files: a resume reads every rank file of a step before it takes it; a step with a
+# damaged one is passed over as an incomplete one, naming the file. ---
 dir=$(copy truncated)
 file="$dir/step-12/loader/rank-00001-of-00002.ckpt"
 truncate -s -7 "$file"
-expect_error "truncated rank file" 2 "$file: not a valid stoker checkpoint" \
-  run "${common[@]}" --checkpoint-dir "$dir" --resume --steps 20
+expect_resumed "truncated rank file" "$dir" 8 "passing over incomplete checkpoint $dir/step-12" \
+  "$file: not a valid stoker checkpoint"
 
 dir=$(copy flipped)
 file="$dir/step-12/loader/rank-00000-of-00002.ckpt"
@@ -122,8 +125,10 @@ data = bytearray(open(sys.argv[1], "rb").read())
 data[len(data) // 2] ^= 0x04
 open(sys.argv[1], "wb").write(bytes(data))
 EOF
-expect_error "bit-flipped rank file" 2 "$file: not a valid stoker checkpoint" \
-  run "${common[@]}" --checkpoint-dir "$dir" --resume --steps 20
+expect_resumed "bit-flipped rank file" "$dir" 8 "passing over incomplete checkpoint $dir/step-12" \
+  "$file: not a valid stoker checkpoint"
+expect_error "inspect of a bit-flipped rank file" 2 "$file: not a valid stoker checkpoint" \
+  inspect "$dir/step-12"
 
 # --- Another corpus, another seed: refused, saying what differs. ---
 dir=$(copy other-corpus)
@@ -174,6 +179,14 @@ $(cat "$work/out.txt")"
     reshard "$dir/step-8" --world-size 1 --out "$work/mixed-resharded$np/step-8"
   ! ls -A "$work/mixed-resharded$np" | grep -q step-8 ||
     fail "$np ranks: a refused reshard left its output: $(ls -A "$work/mixed-resharded$np")"
+  if [ "$np" = 3 ]; then  # rank file 0 the stranger: the two others outvote it
+    dir="$work/mixed-first$np"
+    cp -r "$work/run-a$np" "$dir"
+    cp "$work/run-b$np/step-8/loader/$first" "$dir/step-8/loader/$first"
+    expect_error "rank file 0 of another run, 3 ranks" 3 "$dir/step-8/loader/$first was saved by \
+another run than the 2 other rank files of the same step folder (run $run_b, step 8; the others: \
+run $run_a, step 8)" run "${common[@]}" --checkpoint-dir "$dir" --resume --steps 12 --save-every 4
+  fi
   # The unmixed folder resumes, and the resumed run saves under an identity of its own.
   timeout 60 $MPIRUN -np "$np" "$STOKER" run "${common[@]}" --checkpoint-dir "$work/run-a$np" \
     --resume --steps 12 --save-every 4 > "$work/run.log" 2>&1 ||

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # One run per checkpoint folder, with real processes: run A (`stoker run`, 2 ranks under mpirun)
 # saves into a folder; run B on the same folder (1 rank, --resume, and 2 ranks fresh; and a
-# `stoker reshard` into it, `stoker steps --interrupted --remove` of it) is refused
-# at start-up on every rank, naming the folder and A's host and pid, once, and touches nothing
-# (A's step folders are neither set aside nor deleted); A is then killed with SIGKILL, and run C
-# gets the lock at once (the kernel released it with A) and goes on from A's newest step. A
-# checkpoint or trace folder that cannot be written or lacks the space of a step is refused at
-# start-up.
-# Environment: STOKER (the program), MPIRUN (mpirun with its flags).
+# `stoker reshard` into it, `stoker steps --interrupted --remove` of it, stoker-train) is
+# refused at start-up on every rank with exit 3 (busy), naming the folder and A's host and pid,
+# once, and touches nothing (A's step folders are neither set aside nor deleted); A is then
+# killed with SIGKILL, and run C gets the lock at once (the kernel released it with A) and goes
+# on from A's newest step. A checkpoint or trace folder that cannot be written or lacks the space
+# of a step is refused at start-up.
+# Environment: STOKER (the program), MPIRUN (mpirun with its flags); STOKER_TRAIN (stoker-train,
+# when built with libtorch).
 set -euo pipefail
 source "$(dirname "$0")/../common/test_lib.sh"
 : "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
@@ -38,7 +39,7 @@ expect_refused() {
   local name=$1 rc=0 count
   shift
   "$@" > "$work/b.out" 2>&1 || rc=$?
-  [ "$rc" = 1 ] || fail "$name: exit $rc, not 1: $(cat "$work/b.out")"
+  [ "$rc" = 3 ] || fail "$name: exit $rc, not 3 (busy): $(cat "$work/b.out")"
   count=$(grep -c -F "checkpoint folder $ckpt is in use by another run ($holder)" \
           "$work/b.out" || true)
   [ "$count" = 1 ] || fail "$name: the refusal printed $count times: $(cat "$work/b.out")"
@@ -54,6 +55,10 @@ expect_refused "a reshard into A's folder" "$STOKER" reshard "$ckpt/step-20" --w
 [ ! -e "$ckpt/step-20-for-1" ] || fail "a reshard published a step into A's folder"
 expect_refused "removing set-aside steps of A's folder" "$STOKER" steps "$ckpt" --interrupted \
   --remove --keep 0
+if [ -n "${STOKER_TRAIN:-}" ]; then
+  expect_refused "stoker-train on A's folder" "$STOKER_TRAIN" --data "$work/corpus" --steps 10 \
+    --checkpoint-dir "$ckpt" --resume --dim 16 --layers 1 --heads 2
+fi
 kill -0 "$a" || fail "run A died while B was refused: $(cat "$work/a.err")"
 
 # A killed with SIGKILL, mpirun and its ranks: the lock goes with rank 0; C resumes from A's

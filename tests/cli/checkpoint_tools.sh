@@ -13,7 +13,7 @@
 # into it is refused without touching it, and --start-over deletes the earlier steps first (and
 # only once the run is known to start). `stoker steps` lists the steps of a folder, finds the
 # newest complete one with a trainer's required files (passing over newer incomplete ones,
-# saying why) and refuses a folder of which none is complete; a reshard into a new folder makes
+# saying why) and none, saying so, for a folder of which none is complete; a reshard into a new folder makes
 # it whole (the trainer's files copied) and publishes it in one rename, leaving nothing behind
 # when a write fails.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
@@ -240,8 +240,10 @@ grep -q "^ *5 *2  complete  $work/ck/step-5\$" "$work/steps.out" &&
 ok "$work/newest" "$STOKER" steps "$work/ck/" --newest
 [ "$(cat "$work/newest.out")" = "10${tab}2${tab}$work/ck/step-10" ] ||
   fail "stoker steps --newest: $(cat "$work/newest.out")"
-refused "steps --newest, no step with the trainer's files" "holds 2 step folders but none is \
-complete" "$STOKER" steps "$work/ck" --newest --require model.pt
+ok "$work/none-complete" "$STOKER" steps "$work/ck" --newest --require model.pt
+[ ! -s "$work/none-complete.out" ] &&
+  grep -q "none of the 2 step folders in $work/ck is complete" "$work/none-complete.err" ||
+  fail "steps --newest, no step with the trainer's files: $(cat "$work/none-complete".{out,err})"
 # A trainer's history: step 10 whole, step 15 without model.pt (a directory of that name does
 # not count), step 20 without a rank file; steps newer than the newest complete one passed over.
 st="$work/steps dir"

@@ -85,12 +85,16 @@ echo "ok: time-limit refuses wrong options, mpirun and bad --signal specs with e
 ck=$work/ck
 record=$ck/.stoker-requeues
 mkdir -p "$ck"
-# step N [FILES...]: a step folder saved by 1 rank holding FILES (names only count).
+# A real rank file: the newest step counts only when its rank files read as a resume reads them.
+"$STOKER" -q synth "$work/corpus" --dataset a:2000:20 --seed 1 > /dev/null
+"$STOKER" -q run --data "$work/corpus" --seq-len 16 --batch-size 1 --logical-shards 4 --steps 1 \
+  --save-every 1 --checkpoint-dir "$work/real" > /dev/null || fail "saving a step to copy"
+# step N [FILES...]: a step folder saved by 1 rank holding FILES (the trainer's: names only count).
 step() {
   local dir=$ck/step-$1
   shift
   mkdir -p "$dir/loader"
-  : > "$dir/loader/rank-00000-of-00001.ckpt"
+  cp "$work/real/step-1/loader/rank-00000-of-00001.ckpt" "$dir/loader/"
   for f in "$@"; do : > "$dir/$f"; done
 }
 requeue() {
@@ -106,10 +110,10 @@ has_record() {
 
 requeue none1
 decided none1 requeue "requeueing job 7: when it runs again it resumes from step 0 (no complete checkpoint)"
-has_record "none 0"
+has_record "none 1"
 requeue none2
 decided none2 requeue "requeueing job 7"
-has_record "none 1"
+has_record "none 2"
 requeue none3
 decided none3 give-up "error: not requeueing job 7: requeued 2 time(s) in a row without a newer complete step than step 0 (no complete checkpoint)"
 [ ! -e "$record" ] || fail "the record is still there after give-up"
@@ -119,48 +123,56 @@ step 10 model.pt trainer.json
 job slash requeue --checkpoint-dir "$ck/" --steps 100 --idle-requeues 2 --job-id 7 \
   --require model.pt --require trainer.json
 decided slash requeue "requeueing job 7: when it runs again it resumes from $ck/step-10"
-has_record "10 0"
+has_record "10 1"
 step 20 model.pt  # incomplete: no trainer.json
 requeue same
 decided same requeue "resumes from $ck/step-10"
-has_record "10 1"
+has_record "10 2"
 step 20 model.pt trainer.json
 requeue newer --trainer-exit 137
 decided newer requeue "the trainer did not stop cleanly after SIGUSR1 (exit 137); requeueing all the same"
 decided newer requeue "resumes from $ck/step-20"
-has_record "20 0"
+has_record "20 1"
 echo "garbage" > "$record"
 requeue garbled
 decided garbled requeue "warning: the requeue record 'garbage' is not 'STEP COUNT'"
-has_record "20 0"
+has_record "20 1"
 job nolimit requeue --checkpoint-dir "$ck" --steps 100 --idle-requeues 0 --job-id 7 \
   --require model.pt,trainer.json
-has_record "20 1"
+has_record "20 2"
 echo "ok: requeue counts the same newest step, restarts at a newer one, says why"
 
-STOKER_FAULTS="rename:.stoker-requeues:1" job unwritable requeue --checkpoint-dir "$ck" \
-  --steps 100 --idle-requeues 0 --job-id 7 --require model.pt,trainer.json
-decided unwritable requeue "warning: cannot record the requeue in $record"
-decided unwritable requeue "requeueing job 7"
-has_record "20 1"
 step 30 model.pt trainer.json  # a newer step: the decision would be to requeue
-STOKER_FAULTS="rename:.stoker-requeues:1" requeue unwritable-limit
-decided unwritable-limit give-up "error: not requeueing job 7: cannot record the requeue in $record"
-decided unwritable-limit give-up "the requeues in a row without a newer complete step cannot be counted (IDLE_REQUEUES=2)"
-has_record "20 1"
-echo "ok: a record that cannot be written: give-up under an IDLE_REQUEUES limit, a warning without"
+for limit in 0 2; do
+  STOKER_FAULTS="rename:.stoker-requeues:1" job "unwritable$limit" requeue --checkpoint-dir "$ck" \
+    --steps 100 --idle-requeues "$limit" --job-id 7 --require model.pt,trainer.json
+  decided "unwritable$limit" give-up "error: not requeueing job 7: cannot record the requeue in $record"
+  decided "unwritable$limit" give-up "the requeues in a row without a newer complete step cannot be counted"
+  has_record "20 2"
+done
+echo "ok: a record that cannot be written: give-up, with an IDLE_REQUEUES limit and without"
 
 step 100 model.pt trainer.json
 requeue last
 decided last "done" "the trainer reached step 100 of 100: no requeue"
 [ ! -e "$record" ] || fail "the record is still there after the last step"
 
+# A newest step of two saves (rank file 1 of another run) cannot be resumed, nor passed over: the
+# newest step is not known.
 bad=$work/bad
+"$STOKER" -q run --data "$work/corpus" --seq-len 16 --batch-size 1 --logical-shards 4 --steps 1 \
+  --save-every 1 --checkpoint-dir "$work/other" > /dev/null || fail "saving another run's step"
+for run in real other; do
+  "$STOKER" -q reshard "$work/$run/step-1" --world-size 2 --out "$work/$run-2/step-1" \
+    > /dev/null || fail "resharding $run to 2 ranks"
+done
 mkdir -p "$bad/step-5/loader"
+cp "$work/real-2/step-1/loader/rank-00000-of-00002.ckpt" "$bad/step-5/loader/"
+cp "$work/other-2/step-1/loader/rank-00001-of-00002.ckpt" "$bad/step-5/loader/"
 job unknown requeue --checkpoint-dir "$bad" --steps 100 --idle-requeues 1 --job-id 8
 decided unknown requeue "resumes from its newest complete step (finding it failed, above)"
 grep -q "error" "$work/unknown.err" || { cat "$work/unknown.err" >&2; fail "no reason logged"; }
-[ "$(cat "$bad/.stoker-requeues")" = "unknown 0" ] || fail "no 'unknown 0' record"
+[ "$(cat "$bad/.stoker-requeues")" = "unknown 1" ] || fail "no 'unknown 1' record"
 job unknown2 requeue --checkpoint-dir "$bad" --steps 100 --idle-requeues 1 --job-id 8
 decided unknown2 give-up "error: not requeueing job 8: requeued 1 time(s)"
 echo "ok: requeue stops at the last step; a step it cannot find counts as no progress"

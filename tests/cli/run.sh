@@ -113,7 +113,8 @@ depth_of() {
   sed -n 's/.*rank [0-9]*: reading with [a-z]*, \([0-9]*\) reads in flight.*/\1/p' \
     "$work/depth.txt" | sort -u | paste -sd' '
 }
-for case in "1 128 auto" "2 64 auto" "4 32 0" "2 8 8"; do
+expect_error "--io-depth 0" 2 "0: give 1 or more, or auto" --data "$corpus" --io-depth 0
+for case in "1 128 auto" "2 64 auto" "4 32 auto" "2 8 8"; do
   read -r np want flag <<< "$case"
   got=$(depth_of "$np" --io-depth "$flag")
   [ "$got" = "$want" ] || fail "--io-depth $flag at $np ranks: ranks keep '$got' reads in flight, not $want"

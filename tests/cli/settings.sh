@@ -62,6 +62,22 @@ refused() {
 }
 refused "SEQ_LEN=abc, stoker run" "--seq-len" "SEQ_LEN='abc' in the environment" -- \
   env SEQ_LEN=abc "$STOKER" run --data "$work/corpus"
+# A wrong option exits 2 in every program (CLI11's own codes, 104 and so on, are not used).
+refused "--steps 12abc, stoker run" "12abc" -- "$STOKER" run --data "$work/corpus" --steps 12abc
+refused "--eos-id 010, stoker run" "010 is not a decimal number" -- \
+  "$STOKER" run --data "$work/corpus" --eos-id 010
+refused "--steps 2^64, stoker-train" "18446744073709551616 is beyond 64 bits" -- \
+  "$STOKER_TRAIN" --check --data "$work/corpus" --steps 18446744073709551616
+refused "IO_DEPTH=0, stoker-train" "0: give 1 or more, or auto" "IO_DEPTH='0' in the environment" \
+  -- env IO_DEPTH=0 "$STOKER_TRAIN" --check --data "$work/corpus"
+refused "--save-every without --checkpoint-dir, stoker-train" \
+  "--save-every needs --checkpoint-dir" -- "$STOKER_TRAIN" --check --data "$work/corpus" \
+  --save-every 10
+# --check prints each value as it is typed, not as converted.
+IO_ENGINE=threads READ_AHEAD=4MiB "$STOKER_TRAIN" --check --data "$work/corpus" \
+  > "$work/typed.out" 2> "$work/typed.err" || { cat "$work/typed.err" >&2; fail "--check"; }
+grep -qx "IO_ENGINE=threads" "$work/typed.out" && grep -qx "READ_AHEAD=4MiB" "$work/typed.out" ||
+  fail "--check printed converted values: $(grep -E 'IO_ENGINE|READ_AHEAD' "$work/typed.out")"
 refused "STEPS=0, stoker-train" "--steps must be at least 1 (STEPS='0' in the environment)" -- \
   env STEPS=0 "$STOKER_TRAIN" --check --data "$work/corpus"
 refused "CHECKPOINT_DIR= , stoker-train" \

@@ -1,12 +1,13 @@
-// Settings that every rank must give alike (loader/shared_settings.h), at 1, 2 and 4 ranks: a
+// Settings that every rank must give alike (loader/shared_settings.h), at 1, 2, 3 and 4 ranks: a
 // Loader whose ranks differ in any one of them is refused on every rank, the message naming the
-// setting, its values and the ranks of each; a corpus folder one rank cannot see names that rank;
-// another corpus behind one rank's path names the shard that differs, and a copy at another path
-// is the same corpus;
-// SetWeights with other weights, or after another step, on some rank is refused on every rank and
-// changes nothing, and the same call on every rank after the same step then goes through; a run
-// session (stoker/run_session.h) whose ranks differ in --steps or --checkpoint-dir is refused on
-// every rank, and one folder named through a symbolic link is the same folder.
+// setting, its values and the ranks of each; the EOS id and the weights are compared by what the
+// corpus resolves them to, and ranks whose weights normalize an ulp apart mix by rank 0's; a corpus
+// folder one rank cannot see names that rank; another corpus behind one rank's path names the shard
+// that differs, and a copy at another path is the same corpus; SetWeights with other weights, or
+// after another step, on some rank is refused on every rank and changes nothing, and the same call
+// on every rank after the same step then goes through; a run session (stoker/run_session.h) whose
+// ranks differ in --steps or --checkpoint-dir is refused on every rank, and one folder named
+// through a symbolic link is the same folder.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -83,14 +84,8 @@ TEST_F(AgreementTest, EachSharedSettingGivenOtherwiseOnOneRankIsRefusedOnEveryRa
        fmt::format("logical_shards: 16 on {}; 32 on {}", others, last)},
       {[](LoaderConfig* c) { c->seq_len = 127; },
        fmt::format("seq_len: 63 on {}; 127 on {}", others, last)},
-      {[](LoaderConfig* c) { c->eos_id = 5; },
-       fmt::format("eos_id: the corpus's on {}; 5 on {}", others, last)},
       {[](LoaderConfig* c) { c->bos_id = 1; },
        fmt::format("bos_id: none on {}; 1 on {}", others, last)},
-      {[](LoaderConfig* c) {
-         c->weights = {{"a", 1}};
-       },
-       fmt::format("weights / weight_schedule: by tokens on {}; a=1 on {}", others, last)},
       {[](LoaderConfig* c) { c->boundaries = BoundaryFields::All(); },
        fmt::format("boundaries: none on {}; position_ids (restart), cu_seqlens, segment_ids, "
                    "loss_mask on {}",
@@ -106,6 +101,63 @@ TEST_F(AgreementTest, EachSharedSettingGivenOtherwiseOnOneRankIsRefusedOnEveryRa
               "loader settings differ between ranks (every rank must give the same):\n  " + c.line)
         << "rank " << comm_.rank();
   }
+}
+
+// The EOS id and the weights are compared by what they resolve to over the corpus (every
+// dataset holds 20000 tokens; its eos_id is 50303).
+TEST_F(AgreementTest, EosIdAndWeightsAreComparedByWhatTheCorpusResolvesThemTo) {
+  if (comm_.size() < 2) GTEST_SKIP() << "a difference between ranks needs two";
+  const auto on_last = [&](const std::function<void(LoaderConfig*)>& change) {
+    LoaderConfig config = Config();
+    if (IsLast()) change(&config);
+    return Refusal(config);
+  };
+  EXPECT_EQ(on_last([](LoaderConfig* c) { c->eos_id = 50303; }), "") << "the corpus's own id";
+  EXPECT_EQ(on_last([](LoaderConfig* c) {
+              c->weights = {{"a", 20000}, {"b", 20000}};
+            }),
+            "")
+      << "the default, weights by tokens, given as numbers";
+  EXPECT_EQ(on_last([](LoaderConfig* c) {
+              c->weight_schedule = {{.step = 0, .weights = {{"a", 3}, {"b", 3}}}};
+            }),
+            "")
+      << "--weights-schedule 0:X against --weights X (the default here)";
+  const std::string head =
+      "loader settings differ between ranks once the corpus resolves them (every rank must give "
+      "the same):\n  ";
+  const std::string last = fmt::format("rank {}", comm_.size() - 1);
+  EXPECT_EQ(on_last([](LoaderConfig* c) { c->eos_id = 5; }),
+            head + fmt::format("eos_id: 50303 on {}; 5 on {}", AllButLast(), last));
+  EXPECT_EQ(on_last([](LoaderConfig* c) {
+              c->weights = {{"a", 1}};
+            }),
+            head + fmt::format("weights / weight_schedule, normalized: 0: a=0.5, b=0.5 on {}; 0: "
+                               "a=1, b=0 on {}",
+                               AllButLast(), last));
+  EXPECT_EQ(on_last([](LoaderConfig* c) {
+              c->weight_schedule = {{.step = 0, .weights = {{"a", 1}, {"b", 1}}},
+                                    {.step = 10, .ramp = true, .weights = {{"a", 1}}}};
+            }),
+            head + fmt::format("weights / weight_schedule, normalized: 0: a=0.5, b=0.5 on {}; 0: "
+                               "a=0.5, b=0.5; ~10: a=1, b=0 on {}",
+                               AllButLast(), last));
+}
+
+// Weights that mean the same but normalize to other doubles (0.3,0.6 and 1,2 an ulp apart) are
+// the same setting, and every rank mixes by rank 0's numbers.
+TEST_F(AgreementTest, WeightsThatNormalizeAnUlpApartAreTakenFromRankZero) {
+  LoaderConfig config = Config();
+  const bool odd = comm_.size() > 1 && IsLast();  // rank 0 gives 1,2 at every rank count
+  config.weights = odd ? std::map<std::string, double>{{"a", 0.3}, {"b", 0.6}}
+                       : std::map<std::string, double>{{"a", 1}, {"b", 2}};
+  ASSERT_NE(0.3 / (0.3 + 0.6), 1.0 / 3) << "the premise: they normalize otherwise";
+  Loader loader(MPI_COMM_WORLD, config);
+  std::string rank_zero = fmt::format("{:a}", fmt::join(loader.weights(), ","));
+  const std::string mine = rank_zero;
+  comm_.Broadcast(&rank_zero, 0);
+  EXPECT_EQ(mine, rank_zero) << "rank " << comm_.rank() << " mixes by other numbers";
+  EXPECT_EQ(mine, fmt::format("{:a},{:a}", 1.0 / 3, 2.0 / 3));
 }
 
 TEST_F(AgreementTest, RunSettingsGivenOtherwiseOnOneRankAreRefusedOnEveryRank) {
@@ -138,11 +190,11 @@ TEST_F(AgreementTest, RunSettingsGivenOtherwiseOnOneRankAreRefusedOnEveryRank) {
   EXPECT_EQ(refusal(steps), head + fmt::format("steps: 20 on {}; 30 on {}", AllButLast(), last));
   RunSettings folder = base;
   if (IsLast()) folder.checkpoint_dir = dir_ / "other";
-  EXPECT_EQ(refusal(folder),
-            head + fmt::format("checkpoint_dir: {} on {}; {} on {}",
-                               std::filesystem::weakly_canonical(dir_ / "ckpt").string(),
-                               AllButLast(),
-                               std::filesystem::weakly_canonical(dir_ / "other").string(), last));
+  EXPECT_EQ(
+      refusal(folder),
+      head + fmt::format("checkpoint_dir: {} on {}; {} on {}",
+                         std::filesystem::weakly_canonical(dir_ / "ckpt").string(), AllButLast(),
+                         std::filesystem::weakly_canonical(dir_ / "other").string(), last));
 }
 
 TEST_F(AgreementTest, ASeedPerRankAndALogicalShardCountPerRankAreNamedTogether) {

@@ -108,33 +108,69 @@ TEST(CheckpointStep, FilesTheTrainerRecordedAreRequired) {
 
 TEST(CheckpointStep, RankFilesOfAnotherCheckpointAreRefusedNamingTheFile) {
   TempDir tmp;
-  const std::vector<std::pair<std::function<void(RankCheckpoint*)>, std::string>> cases = {
+  struct Case {
+    std::function<void(RankCheckpoint*)> change;
+    std::string says;
+    bool other_run = false;  // a file of another save: ConfigError, the others DataError
+  };
+  const std::vector<Case> cases = {
       {[](RankCheckpoint* c) { c->identity.seed = 4; }, "seed: checkpoint 3, now 4"},
       {[](RankCheckpoint* c) { c->state.step = 8; }, "holds step 8, but rank file 0"},
       {[](RankCheckpoint* c) { c->run = "4f3a00000000000000000000000000bb"; },
        "was saved by another run than rank-00000-of-00003.ckpt of the same step folder (run "
        "4f3a00000000000000000000000000bb, step 7; rank file 0: run "
-       "9b2c00000000000000000000000000aa, step 7)"},
+       "9b2c00000000000000000000000000aa, step 7)",
+       true},
       {[](RankCheckpoint* c) {
          c->run = "4f3a00000000000000000000000000bb";
          c->state.step = 8;
        },
        "(run 4f3a00000000000000000000000000bb, step 8; rank file 0: run "
-       "9b2c00000000000000000000000000aa, step 7)"},
+       "9b2c00000000000000000000000000aa, step 7)",
+       true},
       {[](RankCheckpoint* c) { c->run.clear(); },
        "(no run identity (file format 1 or 2), step 7; rank file 0: run "
-       "9b2c00000000000000000000000000aa, step 7)"},
+       "9b2c00000000000000000000000000aa, step 7)",
+       true},
       {[](RankCheckpoint* c) {
          c->state.shards = {8, 12};
        },
        "holds logical shards [8, 12), but rank 1 of 3 owns [4, 8)"}};
   int k = 0;
-  for (const auto& [change, says] : cases) {
-    const std::string dir = WriteStep(tmp.path() + "/case-" + std::to_string(k++), 3, 1, change);
+  for (const Case& c : cases) {
+    const std::string dir = WriteStep(tmp.path() + "/case-" + std::to_string(k++), 3, 1, c.change);
     const CheckpointStep step = OpenCheckpointStep(dir);
-    ExpectRefused<DataError>([&] { ReadStepRank(step, 1); }, CheckpointPath(dir, 1, 3));
-    ExpectRefused<DataError>([&] { ReadStepRank(step, 1); }, says);
+    for (const std::string& says : {CheckpointPath(dir, 1, 3), c.says}) {
+      if (c.other_run) {
+        ExpectRefused<ConfigError>([&] { ReadStepRank(step, 1); }, says);
+      } else {
+        ExpectRefused<DataError>([&] { ReadStepRank(step, 1); }, says);
+      }
+    }
   }
+}
+
+// The newest step a resume can go on from: a newer one with a truncated or corrupt rank file is
+// passed over, naming it; one with a rank file of another run is refused; none complete is none.
+TEST(CheckpointStep, TheNewestResumableStepHasEveryRankFileRead) {
+  TempDir tmp;
+  const std::string ck = tmp.path() + "/ck";
+  WriteStep(ck + "/step-5", 3);
+  const std::string newest = WriteStep(ck + "/step-7", 3);
+  EXPECT_EQ(NewestResumableStep(ck)->path, newest);
+  const std::string rank1 = CheckpointPath(newest, 1, 3);
+  const std::string whole = ReadFile(rank1);
+  std::filesystem::resize_file(rank1, whole.size() - 1);
+  EXPECT_EQ(NewestCompleteStep(ck)->path, newest) << "by names, still complete";
+  EXPECT_EQ(NewestResumableStep(ck)->path, ck + "/step-5") << "a truncated rank file";
+  WriteFileAtomically(rank1, whole);
+  EXPECT_EQ(NewestResumableStep(ck)->path, newest);
+  WriteStep(ck + "/step-7", 3, 2,
+            [](RankCheckpoint* c) { c->run = "4f3a00000000000000000000000000bb"; });
+  ExpectRefused<ConfigError>([&] { NewestResumableStep(ck); }, "was saved by another run");
+  std::filesystem::remove(CheckpointPath(ck + "/step-5", 0, 3));
+  std::filesystem::remove(CheckpointPath(ck + "/step-7", 0, 3));
+  EXPECT_EQ(NewestResumableStep(ck), std::nullopt) << "step folders none of which is complete";
 }
 
 // Rank file 0 of another run: the other files are named as differing from it, with both runs.
@@ -146,12 +182,33 @@ TEST(CheckpointStep, ARankFileZeroOfAnotherRunIsNamedWithTheFileThatDiffers) {
   const CheckpointStep step = OpenCheckpointStep(dir);
   EXPECT_EQ(ReadStepRank(step, 0).run, "4f3a00000000000000000000000000bb");
   for (uint64_t r : {1, 2}) {
-    ExpectRefused<DataError>(
+    ExpectRefused<ConfigError>(
         [&] { ReadStepRank(step, r); },
         CheckpointPath(dir, r, 3) + " was saved by another run than rank-00000-of-00003.ckpt");
-    ExpectRefused<DataError>([&] { ReadStepRank(step, r); },
-                             "rank file 0: run 4f3a00000000000000000000000000bb");
+    ExpectRefused<ConfigError>([&] { ReadStepRank(step, r); },
+                               "rank file 0: run 4f3a00000000000000000000000000bb");
   }
+}
+
+// Where the other rank files outvote rank file 0 (3 ranks or more), the newest-step search names
+// rank file 0 as the one of another run, not rank file 1.
+TEST(CheckpointStep, TheNewestStepSearchNamesARankFileZeroOfAnotherRun) {
+  TempDir tmp;
+  const std::string ck = tmp.path() + "/ck";
+  const std::string dir = WriteStep(
+      ck + "/step-7", 3, 0, [](RankCheckpoint* c) { c->run = "4f3a00000000000000000000000000bb"; });
+  ExpectRefused<ConfigError>(
+      [&] { NewestResumableStep(ck); },
+      CheckpointPath(dir, 0, 3) +
+          " was saved by another run than the 2 "
+          "other rank files of the same step "
+          "folder (run 4f3a00000000000000000000000000bb, step 7; the others: run "
+          "9b2c00000000000000000000000000aa, step 7)");
+  const std::string two = WriteStep(
+      ck + "/step-9", 2, 0, [](RankCheckpoint* c) { c->run = "4f3a00000000000000000000000000bb"; });
+  ExpectRefused<ConfigError>([&] { NewestResumableStep(ck); }, CheckpointPath(two, 1, 2) +
+                                                                   " was saved by another run than "
+                                                                   "rank-00000-of-00002.ckpt");
 }
 
 // A step folder of `world` rank files as a stoker before run identities saved it (format 2).

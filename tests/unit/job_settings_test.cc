@@ -80,7 +80,10 @@ TEST(JobSettings, EachWrongOneNamed) {
   ExpectProblem({{"LAUNCHER", "ssh"}}, Launch::kSlurm, "LAUNCHER must be mpirun or srun");
   ExpectProblem({{"LAUNCHER", "srun"}}, Launch::kMpirun, "with mpirun only, not LAUNCHER=srun");
   ExpectProblem({{"MPIRUN", "  "}}, Launch::kSlurm, "MPIRUN is empty");
-  ExpectProblem({{"NP", "0"}}, Launch::kMpirun, "NP must be the number of ranks, 1 or more");
+  ExpectProblem({{"NP", "0"}}, Launch::kMpirun, "NP must be the number of ranks, 1 to 2147483647");
+  ExpectProblem({{"NP", "9223372036854775808"}}, Launch::kMpirun,
+                "NP must be the number of ranks, 1 to 2147483647, not '9223372036854775808'");
+  ExpectProblem({{"NP", "2147483648"}}, Launch::kMpirun, "NP must be the number of ranks");
   ExpectProblem({{"NP", "two"}}, Launch::kMpirun, "not 'two'");
   ExpectProblem({{"NP", ""}}, Launch::kMpirun, "not ''");
   EXPECT_TRUE(Resolve({{"NP", "0"}}, Launch::kSlurm).problems.empty());  // tasks decide

@@ -1,5 +1,6 @@
-// Whether a job requeues itself after SIGUSR1: each branch of the decision, the record of idle
-// requeues ("STEP COUNT") read, garbled and written, and the lines the job script prints (the
+// Whether a job requeues itself after SIGUSR1: each branch of the decision, walked through every
+// sequence of steps found (newer, the same, older, none, unknown), the record of requeues in a
+// row ("STEP COUNT") read, garbled and written, and the lines the job script prints (the
 // tests of tests/slurm grep some of them).
 #include "job/requeue.h"
 
@@ -63,86 +64,108 @@ TEST(DecideRequeue, ReachedStepsIsDone) {
 TEST(DecideRequeue, TheFirstRequeue) {
   const RequeueDecision d = DecideRequeue(Inputs(Step(50), std::nullopt));
   EXPECT_EQ(d.action, RequeueAction::kRequeue);
-  EXPECT_EQ(d.record, "50 0\n");
+  EXPECT_EQ(d.record, "50 1\n") << "one requeue found step 50";
   EXPECT_EQ(d.messages, std::vector<std::string>{
                             "requeueing job 42: when it runs again it resumes from ck/step-50"});
 }
 
-TEST(DecideRequeue, ANewerStepCountsFromZeroAgain) {
-  const RequeueDecision d = DecideRequeue(Inputs(Step(60), "50 2"));
+TEST(DecideRequeue, ANewerStepCountsFromOneAgain) {
+  const RequeueDecision d = DecideRequeue(Inputs(Step(60), "50 3"));
   EXPECT_EQ(d.action, RequeueAction::kRequeue);
-  EXPECT_EQ(d.record, "60 0\n");
+  EXPECT_EQ(d.record, "60 1\n");
 }
 
-TEST(DecideRequeue, TheSameStepCountsUpToTheLimit) {
-  const RequeueDecision once = DecideRequeue(Inputs(Step(50), "50 0"));
-  EXPECT_EQ(once.action, RequeueAction::kRequeue);
-  EXPECT_EQ(once.record, "50 1\n");
-  EXPECT_EQ(DecideRequeue(Inputs(Step(50), "50 1")).record, "50 2\n");
-  const RequeueDecision stop = DecideRequeue(Inputs(Step(50), "50 2"));
+// The requeues of one job, each finding a newest step (or none), and the decision of each: the
+// record after it, or "give-up". IDLE_REQUEUES=K allows K requeues in a row without progress
+// after the one that found the step; while none was ever found, every requeue is without one.
+struct Walk {
+  uint64_t limit;
+  std::vector<NewestStep> found;
+  std::vector<std::string> decided;
+};
+
+TEST(DecideRequeue, EverySequenceCountsTheRequeuesWithoutProgress) {
+  const std::vector<Walk> walks = {
+      // A step, then the same step K times: K requeues without progress, then give-up.
+      {3, {Step(6), Step(6), Step(6), Step(6), Step(6)}, {"6 1", "6 2", "6 3", "6 4", "give-up"}},
+      {1, {Step(6), Step(6), Step(6)}, {"6 1", "6 2", "give-up"}},
+      // No step ever (warned before every save): K requeues, then give-up.
+      {1, {kNone, kNone}, {"none 1", "give-up"}},
+      {2, {kNone, kNone, kNone}, {"none 1", "none 2", "give-up"}},
+      // A first step after none is progress.
+      {1, {kNone, Step(10), Step(10), Step(10)}, {"none 1", "10 1", "10 2", "give-up"}},
+      // An older step (the newest set aside) or none found is no progress: the count goes on and
+      // the step stays; only a step newer than the newest found starts again.
+      {3, {Step(6), Step(4), Step(6), Step(5), Step(7)}, {"6 1", "6 2", "6 3", "6 4", "7 1"}},
+      {2, {Step(6), Step(4), Step(6), Step(5)}, {"6 1", "6 2", "6 3", "give-up"}},
+      {2, {Step(6), kNone, kUnknown, Step(8)}, {"6 1", "6 2", "6 3", "8 1"}},
+      // A step that could not be found counts as no progress, from the first requeue on.
+      {2, {kUnknown, kUnknown, kUnknown}, {"unknown 1", "unknown 2", "give-up"}},
+      {1, {kUnknown, Step(3)}, {"unknown 1", "3 1"}},
+      // No limit: requeues for ever.
+      {0, {Step(6), Step(6), Step(6), Step(6)}, {"6 1", "6 2", "6 3", "6 4"}},
+  };
+  for (const Walk& walk : walks) {
+    std::optional<std::string> record;
+    std::string trace;
+    for (size_t i = 0; i < walk.found.size(); ++i) {
+      const RequeueDecision d = DecideRequeue(Inputs(walk.found[i], record, walk.limit));
+      ASSERT_TRUE(d.action == RequeueAction::kGiveUp || d.record) << "requeued without a record";
+      const std::string got = d.action == RequeueAction::kGiveUp
+                                  ? "give-up"
+                                  : d.record->substr(0, d.record->size() - 1);
+      trace += " " + got;
+      ASSERT_EQ(got, walk.decided[i]) << "IDLE_REQUEUES=" << walk.limit << ", requeue " << i + 1
+                                      << " of the walk; decided so far:" << trace;
+      record = d.record;
+    }
+  }
+}
+
+TEST(DecideRequeue, GivingUpSaysHowManyRequeuesFoundNoNewerStep) {
+  const RequeueDecision stop = DecideRequeue(Inputs(Step(50), "50 4"));
   EXPECT_EQ(stop.action, RequeueAction::kGiveUp);
   EXPECT_EQ(stop.record, std::nullopt);
   EXPECT_EQ(stop.messages,
             std::vector<std::string>{
                 "error: not requeueing job 42: requeued 3 time(s) in a row without a newer "
-                "complete step than ck/step-50. The warning comes before a step and its save can "
-                "finish: raise the time limit or the --signal offset (IDLE_REQUEUES=3 requeues "
-                "without progress are allowed; 0: no limit)"});
-  EXPECT_EQ(DecideRequeue(Inputs(Step(50), "50 9")).action, RequeueAction::kGiveUp);
-}
-
-TEST(DecideRequeue, NoStepYet) {
-  const RequeueDecision first = DecideRequeue(Inputs(kNone, std::nullopt, 1));
-  EXPECT_EQ(first.action, RequeueAction::kRequeue);
-  EXPECT_EQ(first.record, "none 0\n");
-  EXPECT_EQ(first.messages,
-            std::vector<std::string>{"requeueing job 42: when it runs again it resumes from step 0 "
-                                     "(no complete checkpoint)"});
-  const RequeueDecision second = DecideRequeue(Inputs(kNone, "none 0\n", 1));
-  EXPECT_EQ(second.action, RequeueAction::kGiveUp);
-  ASSERT_EQ(second.messages.size(), 1u);
-  EXPECT_EQ(second.messages[0].rfind(
+                "complete step than ck/step-50, and this run saved none either. The warning "
+                "comes before a step and its save can finish: raise the time limit or the "
+                "--signal offset (IDLE_REQUEUES=3 requeues without progress are allowed; 0: no "
+                "limit)"});
+  const RequeueDecision none = DecideRequeue(Inputs(kNone, "none 1\n", 1));
+  ASSERT_EQ(none.messages.size(), 1u);
+  EXPECT_EQ(none.messages[0].rfind(
                 "error: not requeueing job 42: requeued 1 time(s) in a row without a newer "
-                "complete step than step 0 (no complete checkpoint).",
+                "complete step than step 0 (no complete checkpoint), and this run saved none "
+                "either.",
                 0),
             0u)
-      << second.messages[0];
-  // A first save after that is progress.
-  EXPECT_EQ(DecideRequeue(Inputs(Step(10), "none 0\n", 1)).record, "10 0\n");
-}
-
-TEST(DecideRequeue, AnUnknownStepCountsAsNoProgress) {
-  const RequeueDecision first = DecideRequeue(Inputs(kUnknown, std::nullopt, 2));
-  EXPECT_EQ(first.action, RequeueAction::kRequeue);
-  EXPECT_EQ(first.record, "unknown 0\n");
-  EXPECT_EQ(first.messages.back(),
+      << none.messages[0];
+  const RequeueDecision unknown = DecideRequeue(Inputs(kUnknown, std::nullopt, 2));
+  EXPECT_EQ(unknown.messages.back(),
             "requeueing job 42: when it runs again it resumes from its newest complete step "
             "(finding it failed, above)");
-  EXPECT_EQ(DecideRequeue(Inputs(kUnknown, "unknown 0", 2)).record, "unknown 1\n");
-  EXPECT_EQ(DecideRequeue(Inputs(kUnknown, "unknown 1", 2)).action, RequeueAction::kGiveUp);
-  EXPECT_EQ(DecideRequeue(Inputs(kUnknown, "50 1", 2)).record, "unknown 0\n");
 }
 
-TEST(DecideRequeue, NoLimitRequeuesForEver) {
-  const RequeueDecision d = DecideRequeue(Inputs(Step(50), "50 1000", 0));
-  EXPECT_EQ(d.action, RequeueAction::kRequeue);
-  EXPECT_EQ(d.record, "50 1001\n");
-  // The count stops at its largest value instead of wrapping to 0.
+TEST(DecideRequeue, TheCountStopsAtItsLargestValue) {
   EXPECT_EQ(DecideRequeue(Inputs(Step(50), "50 18446744073709551615", 0)).record,
             "50 18446744073709551615\n");
+  // A record of an older stoker ("STEP 0" after the first requeue) reads as one requeue.
+  EXPECT_EQ(DecideRequeue(Inputs(Step(50), "50 0")).record, "50 1\n");
 }
 
-TEST(DecideRequeue, AGarbledRecordCountsFromZero) {
+TEST(DecideRequeue, AGarbledRecordCountsAfresh) {
   const RequeueDecision d = DecideRequeue(Inputs(Step(50), "50 two\n", 1));
   EXPECT_EQ(d.action, RequeueAction::kRequeue);
-  EXPECT_EQ(d.record, "50 0\n");
+  EXPECT_EQ(d.record, "50 1\n");
   ASSERT_EQ(d.messages.size(), 2u);
   EXPECT_EQ(d.messages[0],
-            "warning: the requeue record '50 two' is not 'STEP COUNT': counting requeues from 0");
-  EXPECT_EQ(DecideRequeue(Inputs(Step(50), "", 1)).record, "50 0\n");
+            "warning: the requeue record '50 two' is not 'STEP COUNT': counting requeues afresh");
+  EXPECT_EQ(DecideRequeue(Inputs(Step(50), "", 1)).record, "50 1\n");
   const RequeueDecision long_one = DecideRequeue(Inputs(Step(50), std::string(1000, 'x'), 1));
   EXPECT_EQ(long_one.messages[0], "warning: the requeue record '" + std::string(60, 'x') +
-                                      "...' is not 'STEP COUNT': counting requeues from 0");
+                                      "...' is not 'STEP COUNT': counting requeues afresh");
 }
 
 TEST(DecideRequeue, ATrainerThatFailedIsRequeuedAllTheSame) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@ ProgramSettings Parse(Program program, std::vector<std::string> args) {
   std::reverse(args.begin(), args.end());
   app.parse(args);
   line.ApplyEnvironment();
+  line.Settle();
   return settings;
 }
 
@@ -71,6 +73,41 @@ TEST(Settings, DefaultsAreTheStructsValues) {
   EXPECT_EQ(DefaultText(*FindSetting("--dim"), Program::kTrainer),
             std::to_string(TrainerSettings{}.dim));
   EXPECT_EQ(DefaultText(*FindSetting("--data"), Program::kRun), "");
+}
+
+// A program's own shared settings carry their meaning, compared as values: --lr 3e-3 and 0.003
+// are one; the settings the Loader or the run session compare carry none (they do it).
+TEST(Settings, ProgramSharedSettingsAreComparedByValue) {
+  for (const Setting& setting : Schema()) {
+    EXPECT_EQ(setting.meaning != nullptr, setting.sharing == Sharing::kProgram) << setting.flag;
+  }
+  const auto shared = Parse(Program::kTrainer, {"--lr", "3e-3", "--doc-mask"}).run.program_shared;
+  EXPECT_EQ(shared, Parse(Program::kTrainer, {"--lr", "0.003", "--doc-mask"}).run.program_shared);
+  const std::map<std::string, std::string> by_name(shared.begin(), shared.end());
+  EXPECT_EQ(by_name.at("lr"), "0.003");
+  EXPECT_EQ(by_name.at("doc_mask"), "true");
+  EXPECT_EQ(by_name.at("dim"), std::to_string(TrainerSettings{}.dim));
+  EXPECT_EQ(by_name.count("steps"), 0u) << "the run session compares its own";
+  EXPECT_TRUE(Parse(Program::kRun, {}).run.program_shared.empty()) << "stoker run has none";
+}
+
+// --save-every given without --checkpoint-dir would save nothing: refused in every program,
+// whether it came from the command line or the environment; left at its default it is not.
+TEST(Settings, SaveEveryGivenWithoutACheckpointFolderIsAProblem) {
+  const auto problems = [](Program program, std::vector<std::string> args) {
+    const std::vector<std::string> all = Parse(program, std::move(args)).run.Problems();
+    return std::count_if(all.begin(), all.end(), [](const std::string& p) {
+      return p.starts_with("--save-every needs --checkpoint-dir");
+    });
+  };
+  for (Program program : {Program::kRun, Program::kTrainer}) {
+    EXPECT_EQ(problems(program, {"--save-every", "10"}), 1) << ProgramName(program);
+    EXPECT_EQ(problems(program, {}), 0) << ProgramName(program);
+    EXPECT_EQ(problems(program, {"--save-every", "0"}), 0) << ProgramName(program);
+    EXPECT_EQ(problems(program, {"--save-every", "10", "--checkpoint-dir", "ck"}), 0);
+    ScopedVariable save_every("SAVE_EVERY", "10");
+    EXPECT_EQ(problems(program, {}), 1) << ProgramName(program) << ", SAVE_EVERY=10";
+  }
 }
 
 TEST(Settings, TheEnvironmentGivesWhatTheCommandLineDoesNot) {
@@ -154,11 +191,11 @@ TEST(Settings, NameOriginsMatchesWholeFlagsOnly) {
 }
 
 TEST(Settings, VariableLinesShowWhatTheProgramRunsWith) {
-  ScopedVariable steps("STEPS", "12");
+  ScopedVariable steps("STEPS", "12"), engine("IO_ENGINE", "threads");
   CLI::App app("test", "test");
   ProgramSettings settings = DefaultSettings(Program::kTrainer);
   CommandLine line(&app, Program::kTrainer, &settings);
-  app.parse(std::vector<std::string>{"64", "--seq-len"});
+  app.parse(std::vector<std::string>{"5", "--eos-id", "4MiB", "--read-ahead", "64", "--seq-len"});
   line.ApplyEnvironment();
   const std::vector<std::string> lines = line.VariableLines();
   const auto has = [&](const std::string& text) {
@@ -168,6 +205,11 @@ TEST(Settings, VariableLinesShowWhatTheProgramRunsWith) {
   EXPECT_TRUE(has("SEQ_LEN=64"));
   EXPECT_TRUE(has("BATCH_SIZE=16"));
   EXPECT_TRUE(has("CORPUS="));
+  // As typed, not as converted ("2", "4194304").
+  EXPECT_TRUE(has("IO_ENGINE=threads"));
+  EXPECT_TRUE(has("READ_AHEAD=4MiB"));
+  EXPECT_TRUE(has("IO_DEPTH=auto"));
+  EXPECT_TRUE(has("EOS_ID=5"));
 }
 
 TEST(Settings, TrainerProblemsNameTheFlag) {

@@ -30,8 +30,6 @@ TEST(SlurmTime, EveryFormatSlurmTakes) {
   ExpectSeconds("2-3", 2 * kDay + 3 * kHour);                          // days-hours
   ExpectSeconds("2-3:04", 2 * kDay + 3 * kHour + 4 * kMinute);         // days-hours:minutes
   ExpectSeconds("2-3:04:05", 2 * kDay + 3 * kHour + 4 * kMinute + 5);  // days-hours:min:sec
-  ExpectSeconds("0", 0);
-  ExpectSeconds("0-0", 0);
 }
 
 TEST(SlurmTime, WhatSqueuePrints) {
@@ -50,8 +48,10 @@ TEST(SlurmTime, FieldsAreNotBoundedAsSlurmDoesNot) {
   ExpectSeconds("007", 7 * kMinute);
 }
 
+// sbatch --time: "A time limit of zero requests that no time limit be imposed".
 TEST(SlurmTime, NoLimit) {
-  for (const char* text : {"UNLIMITED", "unlimited", "INFINITE", "Infinite", "-1"}) {
+  for (const char* text : {"UNLIMITED", "unlimited", "INFINITE", "Infinite", "-1", "0", "0-0",
+                           "0:00", "00:00:00", "0-0:0:0"}) {
     EXPECT_EQ(ParseSlurmTime(text).kind, Kind::kUnlimited) << text;
   }
 }
@@ -71,13 +71,15 @@ TEST(SlurmTime, AnythingElseIsNotATime) {
   ExpectNotATime({"1:2:3:4", "1-2:3:4:5", "1--2", "1-2-3", "1-", ":5", "5:", "1::2", "1-2:"});
 }
 
-TEST(SlurmTime, OverflowIsRefused) {
-  ExpectSeconds("307445734561825860", 18446744073709551600ull);  // minutes, the largest
-  ExpectNotATime({"18446744073709551616"});                      // a field of 2^64
-  ExpectNotATime({"307445734561825861"});                        // minutes beyond 2^64 - 1 seconds
-  ExpectNotATime({"213503982334602-0"});                         // days beyond
-  ExpectNotATime({"213503982334601-23:59:59"});                  // their sum beyond
-  ExpectNotATime({"5124095576030432:00:00"});                    // hours beyond
+// Beyond 2^64 - 1 seconds a limit is that many: longer than any warning offset, never "unknown".
+TEST(SlurmTime, BeyondTwoToThe64SecondsIsTheLongestLimit) {
+  constexpr uint64_t kLongest = 18446744073709551615ull;
+  ExpectSeconds("307445734561825860", 18446744073709551600ull);  // minutes, the largest exact
+  for (const char* text :
+       {"18446744073709551616", "9223372036854775808", "307445734561825861", "213503982334602-0",
+        "213503982334601-23:59:59", "5124095576030432:00:00", "99999999999999999999999999-0"}) {
+    ExpectSeconds(text, kLongest);
+  }
 }
 
 TEST(WarningOffset, TheTimeAfterTheAt) {
@@ -126,7 +128,7 @@ TEST(TimeLimit, AtOrBelowTheOffsetIsTooShort) {
   const TimeLimitCheck ten = CheckTimeLimit("10:00", 900, "--signal=B:USR1@900");
   EXPECT_EQ(ten.verdict, Verdict::kTooShort);
   EXPECT_NE(ten.message.find("at or below the warning offset of 900 s"), std::string::npos);
-  EXPECT_EQ(CheckTimeLimit("0", 0, "x").verdict, Verdict::kTooShort);
+  EXPECT_EQ(CheckTimeLimit("1", 60, "x").verdict, Verdict::kTooShort);
 }
 
 TEST(TimeLimit, AboveTheOffsetFits) {
@@ -144,7 +146,8 @@ TEST(TimeLimit, NoLimitOrNoTimeIsNotChecked) {
   const TimeLimitCheck partition = CheckTimeLimit("Partition_Limit", 180, "x");
   EXPECT_EQ(partition.verdict, Verdict::kUnknown);
   EXPECT_NE(partition.message.find("'Partition_Limit' is not a time"), std::string::npos);
-  EXPECT_EQ(CheckTimeLimit("18446744073709551616", 180, "x").verdict, Verdict::kUnknown);
+  EXPECT_EQ(CheckTimeLimit("0", 180, "x").verdict, Verdict::kUnlimited) << "sbatch: no limit";
+  EXPECT_EQ(CheckTimeLimit("18446744073709551616", 180, "x").verdict, Verdict::kFits);
 }
 
 TEST(TimeLimit, TheOffsetAsAJobGivesIt) {

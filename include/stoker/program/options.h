@@ -2,10 +2,11 @@
 // settings as flags, then the environment under them. What a value may be is checked the same way
 // for the command line, the environment and a --config file, before it is converted:
 //
-// - Numbers as numbers. CLI11 converts an unsigned option's value with strtoull (base 0), which
-//   skips white space, takes "-1" for 2^64 - 1 (`--steps -1` would run for ever) and reads "010"
-//   as octal 8: every unsigned option refuses a minus sign, a leading 0 or 0x, naming the option
-//   and the value as typed.
+// - Numbers as numbers. CLI11 converts an integer option's value with strtoull or strtoll (base
+//   0), which skips white space, takes "-1" for 2^64 - 1 (`--steps -1` would run for ever), reads
+//   "010" as octal 8 and gives 2^64 - 1 for any larger number: every integer option takes
+//   decimal digits only (program/whole_number.h: a '-' only where signed, no leading 0 or 0x,
+//   no white space or '+', within 64 bits), naming the option and the value as typed.
 // - No empty values. `--checkpoint-dir ""` (a job's CHECKPOINT_DIR set to nothing) would
 //   otherwise mean "no checkpoints": an option that takes a value refuses an empty one, and so
 //   does a variable, but those whose empty value means "none" (WEIGHTS=, TRACE_DIR=).
@@ -41,6 +42,11 @@ class CommandLine {
   // setting). Throws ConfigError naming the variable, its value and the flag.
   void ApplyEnvironment();
 
+  // Once every source has been applied (the command line, the environment, a --config file):
+  // settings->run.given takes the flags any of them gave, and settings->run.program_shared the
+  // program's shared settings (ProgramShared), which the run session compares across ranks.
+  void Settle();
+
   // Each setting of this program that has a variable, as NAME=VALUE: the value given (on the
   // command line or in the environment) or the default. What --check prints for a job script.
   std::vector<std::string> VariableLines() const;
@@ -59,8 +65,9 @@ std::string DefaultText(const Setting& setting, Program program);
 void CheckOptionValues(CLI::App* app);
 
 // A program's whole command line (`args`: its arguments, without the program's name): CLI11's
-// parse, then the environment. nullopt to go on; otherwise the exit code (0 after --help, 2 after
-// an error), the help or the error printed when `print` (rank 0 of a job prints for all).
+// parse, then the environment, then Settle. nullopt to go on; otherwise the exit code (0 after
+// --help, 2 after an error), the help or the error printed when `print` (rank 0 of a job prints for
+// all).
 std::optional<int> ParseCommandLine(CLI::App* app, CommandLine* line, std::vector<std::string> args,
                                     bool print);
 

@@ -10,9 +10,10 @@
 namespace stoker::program {
 
 // Runs `body` and returns its exit code. An error that every rank raised together (collective)
-// is logged once, by rank 0, and every rank returns 1; any other error is logged by the rank
-// that saw it, which then ends the job with MPI_Abort so that no other rank waits for it for
-// ever (alone, on one rank, it returns 1: one line, no MPI_Abort banner).
+// is logged once, by rank 0, and every rank returns 1 (3 for a BusyError, stoker/error.h); any
+// other error is logged by the rank that saw it, which then ends the job with MPI_Abort so that no
+// other rank waits for it for ever (alone, on one rank, it returns 1: one line, no MPI_Abort
+// banner).
 int RunProgram(MPI_Comm world, const std::function<int()>& body);
 
 }  // namespace stoker::program

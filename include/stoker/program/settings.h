@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "stoker/run_session.h"
@@ -66,6 +67,24 @@ struct ProgramSettings {
 // batches for their tiny model), the difference, written here only.
 ProgramSettings DefaultSettings(Program program);
 
+// Whether the ranks of a job must give a setting alike, and who compares it. A rank that gives
+// its own seed, steps or model width would shape an order, a save or a collective the others do
+// not share: documents lost or repeated in silence, or a job waiting for ever. Shared settings
+// are compared by meaning, defaults filled in, at the start of every run, each by the part of
+// stoker that a program without this schema uses too (a trainer building its Loader or run session
+// from its own values is checked all the same).
+enum class Sharing {
+  kOwn,      // each rank's own: how it reads, where it writes files only it writes
+  kLoader,   // the Loader's (loader/shared_settings.h): the corpus by what each rank sees behind
+             // its path, the EOS id and the weights by what the corpus resolves them to
+  kSession,  // the run session's: folders as the folders they resolve to
+  kProgram,  // the program's own (a trainer's model and log): compared by the run session as
+             // ProgramShared() gives them (RunSettings::program_shared)
+};
+
+// "own", "loader", "session", "program": as `stoker settings` shows it.
+std::string_view SharingName(Sharing sharing);
+
 struct Setting {
   std::string_view name;   // "seq_len"
   std::string_view flag;   // "--seq-len"
@@ -73,12 +92,15 @@ struct Setting {
   std::string_view unit;   // "tokens", "bytes", ...; empty: a plain number, a name or a path
   std::string_view group;  // "data", "reading", "run", "model": how --help and the docs sort
   unsigned programs = 0;   // the Program bits of the programs that take it
+  Sharing sharing = Sharing::kOwn;
   // Whether an empty value of the variable means "not given" (WEIGHTS=, TRACE_DIR=); otherwise
   // an empty variable is refused, naming it (CHECKPOINT_DIR= must not mean "no checkpoints").
   bool empty_is_unset = false;
   std::string_view help;
   // Adds the flag to `app`, bound to its field of `settings` (whose value is the default).
   CLI::Option* (*bind)(CLI::App* app, const Setting& setting, ProgramSettings* settings) = nullptr;
+  // kProgram: the value `settings` gives it, as the ranks compare it (numbers to round-trip).
+  std::string (*meaning)(const ProgramSettings& settings) = nullptr;
 
   bool TakenBy(Program program) const { return (programs & static_cast<unsigned>(program)) != 0; }
 };
@@ -88,5 +110,10 @@ const std::vector<Setting>& Schema();
 
 // The setting of a flag ("--steps") or nullptr.
 const Setting* FindSetting(std::string_view flag);
+
+// The kProgram settings `program` takes, by name, with their meaning in `settings`: what
+// ParseCommandLine puts into settings->run.program_shared for the run session to compare.
+std::vector<std::pair<std::string, std::string>> ProgramShared(const ProgramSettings& settings,
+                                                               Program program);
 
 }  // namespace stoker::program

@@ -22,8 +22,8 @@ Importing the package imports torch and initializes MPI through mpi4py, unless
 import torch  # first: the module hands over torch tensors
 from mpi4py import MPI  # noqa: F401  (initializes MPI before any loader is made)
 
-from ._stoker import (ConfigError, DataError, Error, Hdf5Error, InternalError, IoError,
-                      MpiError)
+from ._stoker import (BusyError, ConfigError, DataError, Error, Hdf5Error, InternalError,
+                      IoError, MpiError)
 from ._stoker import init_logging as _init_logging
 from .dataset import LoaderDataset
 from .config import config_problems, parse_weight_schedule, parse_weights
@@ -35,7 +35,8 @@ __all__ = [
     "Loader", "LoaderDataset", "find_resume_step", "prepare_resume", "prepare_fresh_start",
     "RunSession", "run_settings", "parse_settings", "check_run_settings", "install_stop_handlers",
     "config_problems", "parse_weights", "parse_weight_schedule",
-    "Error", "ConfigError", "DataError", "IoError", "MpiError", "Hdf5Error", "InternalError",
+    "Error", "ConfigError", "BusyError", "DataError", "IoError", "MpiError", "Hdf5Error",
+    "InternalError",
 ]
 
 del torch  # imported for its side effect only (pyflakes sees the import used)
