@@ -56,6 +56,12 @@ int main(int argc, char** argv) {
     app.formatter(std::make_shared<SummaryFormatter>());
     app.footer("stoker SUBCOMMAND --help explains a subcommand and its options.");
     stoker::program::CheckOptionValues(&app);
+    const std::string empty =
+        stoker::program::EmptyValueProblem(std::vector<std::string>(argv + 1, argv + argc));
+    if (!empty.empty()) {
+      if (world.rank() == 0) std::fprintf(stderr, "stoker: %s\n", empty.c_str());
+      return 2;
+    }
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -100,8 +100,22 @@ void CheckOptionValues(CLI::App* app) {
   for (CLI::App* sub : app->get_subcommands({})) CheckOptionValues(sub);
 }
 
+std::string EmptyValueProblem(const std::vector<std::string>& args) {
+  for (const std::string& arg : args) {
+    if (arg == "--") break;  // what follows is another program's
+    if (arg.starts_with("--") && arg.size() > 3 && arg.find('=') == arg.size() - 1) {
+      return fmt::format("{} gives an empty value (leave the option out for its default)", arg);
+    }
+  }
+  return "";
+}
+
 std::optional<int> ParseCommandLine(CLI::App* app, CommandLine* line, std::vector<std::string> args,
                                     bool print) {
+  if (const std::string problem = EmptyValueProblem(args); !problem.empty()) {
+    if (print) std::fprintf(stderr, "%s: %s\n", app->get_name().c_str(), problem.c_str());
+    return 2;
+  }
   std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last to first
   try {
     app->parse(args);

@@ -177,6 +177,9 @@ job unknown2 requeue --checkpoint-dir "$bad" --steps 100 --idle-requeues 1 --job
 decided unknown2 give-up "error: not requeueing job 8: requeued 1 time(s)"
 echo "ok: requeue stops at the last step; a step it cannot find counts as no progress"
 
+# An option with '=' and nothing after it: refused as empty (CLI11 would take the next argument
+# as its value).
+refused empty_limit "--limit= gives an empty value" time-limit --limit= --signal=B:USR1@180
 refused no_steps "--steps" requeue --checkpoint-dir "$ck" --idle-requeues 1 --job-id 7
 refused word_steps "--steps" requeue --checkpoint-dir "$ck" --steps many --idle-requeues 1 \
   --job-id 7

@@ -110,6 +110,17 @@ TEST(Settings, SaveEveryGivenWithoutACheckpointFolderIsAProblem) {
   }
 }
 
+// "--steps=" with nothing after the '=': refused as empty, not given the next argument as value.
+TEST(Settings, AnOptionWithNothingAfterItsEqualsSignIsRefused) {
+  EXPECT_EQ(EmptyValueProblem({"--steps=", "--seq-len=4"}),
+            "--steps= gives an empty value (leave the option out for its default)");
+  EXPECT_EQ(EmptyValueProblem({"--steps=5", "--weights=a=1", "--", "--other="}), "");
+  CLI::App app("test", "test");
+  ProgramSettings settings = DefaultSettings(Program::kTrainer);
+  CommandLine line(&app, Program::kTrainer, &settings);
+  EXPECT_EQ(ParseCommandLine(&app, &line, {"--checkpoint-dir=", "--steps=5"}, false), 2);
+}
+
 TEST(Settings, TheEnvironmentGivesWhatTheCommandLineDoesNot) {
   ScopedVariable steps("STEPS", "7"), seq_len("SEQ_LEN", "32"), ahead("READ_AHEAD", "1MiB");
   const ProgramSettings s = Parse(Program::kTrainer, {"--seq-len", "64"});

@@ -60,6 +60,11 @@ class CommandLine {
 // The default of `setting` in `program` as --help shows it ("4096", "8MiB", "auto"; "" for none).
 std::string DefaultText(const Setting& setting, Program program);
 
+// "--limit= gives an empty value (...)" for the first argument (before a "--") that is an option
+// with '=' and nothing after it, else "". CLI11 would take the argument after it as the value
+// (`--limit= --signal=X` sets --limit to "--signal=X"): the command line refuses it first.
+std::string EmptyValueProblem(const std::vector<std::string>& args);
+
 // Gives every option of `app` and of its subcommands the checks above; call it once every option
 // is added.
 void CheckOptionValues(CLI::App* app);
