@@ -4,8 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <initializer_list>
+#include <random>
+#include <regex>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "stoker/error.h"
 
@@ -80,6 +86,112 @@ TEST(SlurmTime, BeyondTwoToThe64SecondsIsTheLongestLimit) {
         "213503982334601-23:59:59", "5124095576030432:00:00", "99999999999999999999999999-0"}) {
     ExpectSeconds(text, kLongest);
   }
+}
+
+// The oracle of the random cases below, written from sbatch's manual, not from the parser:
+// "Acceptable time formats include "minutes", "minutes:seconds", "hours:minutes:seconds",
+// "days-hours", "days-hours:minutes" and "days-hours:minutes:seconds"", a limit of 0 meaning none,
+// and UNLIMITED, INFINITE or -1 none. The seconds of a text of those forms (saturating at
+// 2^64 - 1), or nullopt when it is not one.
+struct Oracle {
+  enum class Is { kSeconds, kNone, kNotATime } is = Is::kNotATime;
+  uint64_t seconds = 0;
+};
+
+Oracle SbatchReads(const std::string& text) {
+  for (const char* none : {"UNLIMITED", "unlimited", "INFINITE", "infinite", "-1"}) {
+    if (text == none) return {Oracle::Is::kNone};
+  }
+  static const std::regex kWithDays(R"((\d+)-(\d+)(?::(\d+))?(?::(\d+))?)");
+  static const std::regex kWithout(R"((\d+)(?::(\d+))?(?::(\d+))?)");
+  std::smatch m;
+  std::vector<std::pair<std::string, uint64_t>> fields;  // digits and unit
+  if (std::regex_match(text, m, kWithDays)) {
+    const uint64_t units[] = {86400, 3600, 60, 1};
+    for (size_t i = 1; i <= 4; ++i) {
+      if (m[i].matched) fields.emplace_back(m[i].str(), units[i - 1]);
+    }
+  } else if (std::regex_match(text, m, kWithout)) {
+    const size_t n = m[3].matched ? 3 : m[2].matched ? 2 : 1;
+    const std::vector<uint64_t> units = n == 3   ? std::vector<uint64_t>{3600, 60, 1}
+                                        : n == 2 ? std::vector<uint64_t>{60, 1}
+                                                 : std::vector<uint64_t>{60};
+    for (size_t i = 0; i < n; ++i) fields.emplace_back(m[i + 1].str(), units[i]);
+  } else {
+    return {};
+  }
+  unsigned __int128 total = 0;
+  for (const auto& [digits, unit] : fields) {
+    unsigned __int128 value = 0;
+    for (char c : digits) value = std::min<unsigned __int128>(value * 10 + (c - '0'), ~uint64_t{0});
+    total += value * unit;
+  }
+  if (total == 0) return {Oracle::Is::kNone};
+  return {Oracle::Is::kSeconds,
+          static_cast<uint64_t>(std::min<unsigned __int128>(total, ~uint64_t{0}))};
+}
+
+// A random field: mostly what squeue prints, sometimes large, now and then with leading zeros.
+std::string RandomField(std::mt19937_64& random) {
+  switch (random() % 8) {
+    case 0:
+      return std::to_string(random());  // beyond any limit
+    case 1:
+      return "0" + std::to_string(random() % 60);  // a leading zero
+    case 2:
+      return "0";
+    default:
+      return std::to_string(random() % 100);
+  }
+}
+
+// 2,000 limits in each of Slurm's forms from random fields, and as many random texts near them
+// (a sign, a space, a letter, a field too many), each read by the parser and by the oracle above;
+// then each checked against a random warning offset.
+TEST(SlurmTime, TwoThousandRandomLimitsReadAsSbatchReadsThem) {
+  std::mt19937_64 random(20261206);
+  const std::vector<std::string> forms = {"M", "M:S", "H:M:S", "D-H", "D-H:M", "D-H:M:S"};
+  const std::string noise = "0123456789:- +xU";
+  int limits = 0, none = 0, not_a_time = 0;
+  for (int i = 0; i < 4000; ++i) {
+    std::string text;
+    if (i < 2000) {
+      for (char c : forms[random() % forms.size()]) {
+        text += (c == ':' || c == '-') ? std::string(1, c) : RandomField(random);
+      }
+    } else {
+      for (size_t n = 1 + random() % 10; n > 0; --n) text += noise[random() % noise.size()];
+    }
+    const Oracle want = SbatchReads(text);
+    const SlurmTime got = ParseSlurmTime(text);
+    switch (want.is) {
+      case Oracle::Is::kSeconds:
+        ++limits;
+        EXPECT_EQ(got.kind, Kind::kLimit) << "'" << text << "'";
+        EXPECT_EQ(got.seconds, want.seconds) << "'" << text << "'";
+        break;
+      case Oracle::Is::kNone:
+        ++none;
+        EXPECT_EQ(got.kind, Kind::kUnlimited) << "'" << text << "'";
+        break;
+      case Oracle::Is::kNotATime:
+        ++not_a_time;
+        EXPECT_EQ(got.kind, Kind::kUnknown) << "'" << text << "'";
+        break;
+    }
+    const uint64_t offset = random() % 65536;
+    const Verdict verdict = CheckTimeLimit(text, offset, "x").verdict;
+    const Verdict expected = want.is == Oracle::Is::kNone       ? Verdict::kUnlimited
+                             : want.is == Oracle::Is::kNotATime ? Verdict::kUnknown
+                             : want.seconds > offset            ? Verdict::kFits
+                                                                : Verdict::kTooShort;
+    EXPECT_EQ(verdict, expected) << "'" << text << "' against " << offset << " s";
+  }
+  // Every kind was met (the figures of this seed: see the test's log).
+  EXPECT_GT(limits, 1500);
+  EXPECT_GT(none, 50);
+  EXPECT_GT(not_a_time, 1000);
+  std::printf("4000 texts: %d limits, %d no limit, %d not a time\n", limits, none, not_a_time);
 }
 
 TEST(WarningOffset, TheTimeAfterTheAt) {
