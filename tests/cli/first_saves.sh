@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # A job killed during its first saves can always be run again and goes on. Ten trials, each a run
-# on 2 ranks saving every 2 steps whose rank files take 150 ms each to reach the disk (an
-# injected fsync delay), one rank killed with SIGKILL at a random moment of its first two saves
-# (what is left: no step folder complete, or the first only); then the same command again, which
-# must go on (from step 0 when no step is complete, the step folders set aside, saying so in one
-# line; else from the complete one) to the last step, and `stoker audit` of the chain of traces
-# must be clean: no token lost, none delivered twice.
+# on 2 ranks saving every 2 steps whose rank files take 600 ms to reach the disk in the first save
+# and 150 ms in the others (injected fsync delays), one rank killed with SIGKILL at a random
+# moment of its first saves (what is left: no step folder complete, or the first few); then the
+# same command again, which must go on (from step 0 when no step is complete, the step folders
+# set aside, saying so in one line; else from the newest complete one) to the last step, and
+# `stoker audit` of the chain of traces must be clean: no token lost, none delivered twice.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
 source "$(dirname "$0")/../common/test_lib.sh"
@@ -34,16 +34,16 @@ run() {  # run LOG [ENV...]: the job's command, the same every time
 fresh=0
 for trial in $(seq 10); do
   ckpt=$work/ckpt-$trial trace=$work/trace-$trial
-  run "$work/killed-$trial" STOKER_FAULTS="fsync:.ckpt:*:delay=150" &
+  run "$work/killed-$trial" STOKER_FAULTS="fsync:.ckpt:1:delay=600,fsync:.ckpt:*:delay=150" &
   background=$!
   for _ in $(seq 300); do
     [ -d "$ckpt/step-2" ] && break
     sleep 0.05
   done
   [ -d "$ckpt/step-2" ] || fail "trial $trial: no first save in 15 s: $(cat "$work/killed-$trial.err")"
-  # Odd trials within the first save (its rank files take 150 ms: none complete), even ones
-  # anywhere in the first two.
-  if ((trial % 2)); then sleep "0.0$((RANDOM % 10))"; else sleep "0.$((RANDOM % 35))"; fi
+  # Odd trials within the first save (its rank files take 600 ms: none complete, with room for
+  # a busy machine), even ones after it, in or after the second.
+  if ((trial % 2)); then sleep "0.0$((RANDOM % 10))"; else sleep "0.$((60 + RANDOM % 35))"; fi
   mapfile -t ranks < <(pgrep -f "^$STOKER run .*--checkpoint-dir $ckpt " || true)
   [ "${#ranks[@]}" = 2 ] ||
     fail "trial $trial: ${#ranks[@]} ranks to kill, not 2: $(cat "$work/killed-$trial.err")"
