@@ -28,6 +28,16 @@ refused() {
   echo "refused $1: $(grep -m1 'error:' "$work/err")"
 }
 
+# stoker job start with a --script that does not exist: an error naming it (it was a check
+# skipped in silence).
+rc=0
+STOKER_HOME=$STOKER_SOURCE "$STOKER" job start --mode train --limit 10:00 \
+  --script "$work/nope.sbatch" -- --dim 16 --layers 1 --heads 2 > "$work/out" 2> "$work/err" ||
+  rc=$?
+[ "$rc" = 2 ] && grep -qF "$work/nope.sbatch: no such batch script" "$work/err" ||
+  { cat "$work/err" >&2; fail "stoker job start with a missing --script: exit $rc"; }
+echo "refused a missing --script: $(grep -m1 -F 'no such batch script' "$work/err")"
+
 refused STEPS=-5 "STEPS='-5'"
 refused STEPS=abc "STEPS='abc'"
 refused STEPS=0 "STEPS='0'"

@@ -115,6 +115,12 @@ TEST(ScriptSignal, FirstSbatchSignalLine) {
   EXPECT_EQ(ScriptSignalSpec("#SBATCH --signal=B:USR1@60\r\n"), "B:USR1@60");
   EXPECT_EQ(ScriptSignalSpec("# SBATCH --signal=USR1\n#SBATCH --signals=x\necho --signal=1\n"), "");
   EXPECT_EQ(ScriptSignalSpec(""), "");
+  // As sbatch: only the lines before the first command count; blank lines and comments do not
+  // end them.
+  EXPECT_EQ(ScriptSignalSpec("#!/bin/bash\n\n  \n# a comment\n#SBATCH --signal=B:USR1@120\n"),
+            "B:USR1@120");
+  EXPECT_EQ(ScriptSignalSpec("#!/bin/bash\nset -e\n#SBATCH --signal=B:USR1@120\n"), "");
+  EXPECT_EQ(ScriptSignalSpec("#!/bin/bash\n  echo hi\n#SBATCH --signal=B:USR1@120\n"), "");
 }
 
 }  // namespace
