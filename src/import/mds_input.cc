@@ -99,6 +99,7 @@ std::vector<MdsShard> ReadIndex(const std::string& folder, const std::string& co
   const InputFile index_file(index_path);
   std::string text(index_file.size(), '\0');
   index_file.Read(0, text.size(), text.data(), "the index");
+  index_file.Release();
   nlohmann::json index;
   try {
     index = nlohmann::json::parse(text);

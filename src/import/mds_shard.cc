@@ -63,6 +63,7 @@ std::vector<std::byte> LoadShard(const MdsShard& shard) {
                shard.index, shard.stored_bytes);
   std::vector<std::byte> stored(file.size());
   file.Read(0, stored.size(), stored.data(), "the shard");
+  file.Release();  // still the file it was: one rewritten while it was read is refused
   CheckHashes(shard.stored_hashes, stored, "the file", shard);
   if (!shard.zstd) return stored;
   const uint64_t declared = DeclaredSize(stored, shard);

@@ -219,3 +219,32 @@ def test_an_input_written_while_it_is_read_fails_the_import(stoker, mpirun, tmp_
     assert f"input {tmp_path / 'a.bin'} changed while it was imported (it was written to" in output, \
         output
     assert not out.exists() and hidden(out.parent) == [], output
+
+
+def test_an_mds_shard_written_while_it_is_read_fails_the_import(stoker, mpirun, tmp_path):
+    """The same for an MDS shard (read whole, without hashes in its index to catch it): rewritten
+    in place, while its read is slowed by 3 s, with a valid shard of other ids at the same size
+    (what read alone would import clean), the import exits non-zero naming it."""
+    rng = np.random.default_rng(7)
+    shard, other = [formats.write_mds(tmp_path / name, [random_tokens(rng, "uint32", 50, high=1000)
+                                                        for _ in range(6)],
+                                      "input_ids", "ndarray:uint32", samples_per_shard=6)[0]
+                    for name in ["m", "other"]]
+    assert os.path.getsize(shard) == os.path.getsize(other)
+    out = tmp_path / "corpus" / "mds"
+    job = start(stoker, mpirun, 1, ["import", "mds", tmp_path / "m", "--column", "input_ids",
+                                    "--out", out], tmp_path / "m.log",
+                faults=f"pread:{os.path.basename(shard)}:*:delay=3000")
+    try:
+        wait_for((out.parent / ".mds.import").exists, "the import's staging folder",
+                 tmp_path / "m.log")
+        data = open(other, "rb").read()
+        with open(shard, "r+b") as f:  # in place: the same inode and size
+            f.write(data)
+        rc = job.wait(timeout=WAIT)
+    finally:
+        kill_job(job) if job.poll() is None else None
+    output = open(tmp_path / "m.log").read()
+    assert rc != 0, output
+    assert f"input {shard} changed while it was imported" in output, output
+    assert not out.exists(), output
