@@ -23,10 +23,10 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/digits.h"
 #include "checkpoint/checkpoint_step.h"
 #include "checkpoint/checkpoint_store.h"
 #include "cli/job_commands.h"
-#include "job/digits.h"
 #include "job/job_settings.h"
 #include "job/slurm_time.h"
 #include "os/child_process.h"
@@ -98,7 +98,7 @@ uint64_t CheckTrainerSettings(const StartOptions& o, const job::JobSettings& set
   for (size_t at = 0; at < check.output.size();) {
     const size_t end = std::min(check.output.find('\n', at), check.output.size());
     const std::string_view line = std::string_view(check.output).substr(at, end - at);
-    if (line.starts_with("STEPS=")) steps = job::ParseDigits(line.substr(6));
+    if (line.starts_with("STEPS=")) steps = ParseDigits(line.substr(6));
     at = end + 1;
   }
   STOKER_CHECK(steps.has_value(), ConfigError,

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/digits.h"
 #include "checkpoint/checkpoint_step.h"
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/reshard.h"
 #include "cli/job_commands.h"
-#include "job/digits.h"
 
 namespace stoker::cli {
 
@@ -26,7 +26,7 @@ namespace {
 StepFolder StepToReshard(const std::string& dir, const std::vector<std::string>& required) {
   const std::string step = Environment("STEP").value_or("");
   if (!step.empty()) {
-    const std::optional<uint64_t> n = job::ParseDigits(step);
+    const std::optional<uint64_t> n = ParseDigits(step);
     STOKER_CHECK(n.has_value(), ConfigError, "STEP must be a step number, not '{}'", step);
     return CompleteStep(dir, *n, required);
   }
@@ -41,7 +41,7 @@ int Reshard() {
   const std::string& dir = settings.Value("CHECKPOINT_DIR");
   STOKER_CHECK(!dir.empty(), ConfigError, "set CHECKPOINT_DIR to the folder of step-<N> folders");
   const std::string world_text = Environment("WORLD_SIZE").value_or("");
-  const std::optional<uint64_t> world = job::ParseDigits(world_text);
+  const std::optional<uint64_t> world = ParseDigits(world_text);
   STOKER_CHECK(world && *world > 0, ConfigError,
                "set WORLD_SIZE to the number of ranks the job will resume on (now '{}')",
                world_text);

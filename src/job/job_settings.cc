@@ -8,7 +8,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "job/digits.h"
+#include "base/digits.h"
 
 namespace stoker::job {
 

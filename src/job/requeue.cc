@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "job/digits.h"
+#include "base/digits.h"
 
 namespace stoker::job {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/check.h"
-#include "job/digits.h"
+#include "base/digits.h"
 
 namespace stoker::job {
 

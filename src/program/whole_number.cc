@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <limits>
+#include <optional>
 #include <string_view>
+
+#include "base/digits.h"
 
 namespace stoker {
 
@@ -28,11 +32,12 @@ std::string WholeNumberProblem(const std::string& value, bool is_signed) {
            " is not a decimal number (a leading 0 would read as octal, 0x as hexadecimal): write "
            "it in decimal, without leading zeros";
   }
-  const std::string_view digits(value.data() + first, end - first);
-  const std::string_view most = !is_signed ? "18446744073709551615"
-                                : negative ? "9223372036854775808"
-                                           : "9223372036854775807";
-  if (digits.size() > most.size() || (digits.size() == most.size() && digits > most)) {
+  const std::optional<uint64_t> magnitude =
+      ParseDigits(std::string_view(value).substr(first, end - first));
+  const uint64_t most = !is_signed ? std::numeric_limits<uint64_t>::max()
+                        : negative ? uint64_t{1} << 63
+                                   : (uint64_t{1} << 63) - 1;
+  if (!magnitude || *magnitude > most) {
     return fmt::format("{} is beyond 64 bits: at {} {}{}", value, negative ? "least" : "most",
                        negative ? "-" : "", most);
   }

@@ -1,7 +1,8 @@
 // The check of a whole number as typed on a command line, without CLI11: whether a value may go
 // to strtoull or strtoll (base 0, as CLI11 converts integer options) and mean the number it looks
 // like. CheckOptionValues (stoker/program/options.h) applies it to every integer option of an
-// app, and the job scripts' settings (job/job_settings.h) to theirs: one rule for every number.
+// app. Its digits are read by ParseDigits (base/digits.h), which reads the job scripts' own
+// settings too (job/job_settings.h): one digit parser for every number.
 // Thread safe (no state).
 #pragma once
 

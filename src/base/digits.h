@@ -1,5 +1,6 @@
 // A whole number as Slurm and the job scripts write it: decimal digits only (no sign, no white
-// space, no suffix), below 2^64. Shared by the parsers of src/job. Thread safe (no state).
+// space, no suffix), below 2^64. The one digit parser of stoker's settings: the job scripts' own
+// (src/job) and the programs' integer options (program/whole_number.h). Thread safe (no state).
 #pragma once
 
 #include <charconv>
@@ -7,7 +8,7 @@
 #include <optional>
 #include <string_view>
 
-namespace stoker::job {
+namespace stoker {
 
 // The value of `text`, or nullopt when it is not such a number (empty, another character, or
 // 2^64 and above).
@@ -21,4 +22,4 @@ inline std::optional<uint64_t> ParseDigits(std::string_view text) {
   return value;
 }
 
-}  // namespace stoker::job
+}  // namespace stoker
