@@ -106,6 +106,23 @@ std::optional<StepFolder> NewestResumableStep(const std::string& checkpoint_dir,
   });
 }
 
+std::vector<StepFolder> ListStepFoldersAsResumeSeesThem(
+    const std::string& checkpoint_dir, const std::vector<std::string>& required_files) {
+  std::vector<StepFolder> steps = ListStepFolders(checkpoint_dir, required_files);
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    if (!it->complete()) continue;
+    std::string problem;
+    try {
+      problem = UnreadableRankFile(*it, required_files);
+    } catch (const ConfigError& e) {  // of two saves: refused, not passed over, by a resume
+      problem = e.what();
+    }
+    if (problem.empty()) break;  // the step a resume goes on from
+    it->problems.push_back(problem);
+  }
+  return steps;
+}
+
 CheckpointStep OpenCheckpointStep(const std::string& step_dir,
                                   const std::vector<std::string>& required_files) {
   const StepFolder folder = DescribeStepFolder(step_dir, required_files);

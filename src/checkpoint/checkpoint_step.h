@@ -50,6 +50,13 @@ CheckpointStep OpenCheckpointStep(const std::string& step_dir,
 std::optional<StepFolder> NewestResumableStep(const std::string& checkpoint_dir,
                                               const std::vector<std::string>& required_files = {});
 
+// The step folders of `checkpoint_dir` (ListStepFolders) as a resume sees them: each complete one
+// from the newest down to the one a resume goes on from is checked as NewestResumableStep checks
+// it, and one whose rank files a resume cannot take (a damaged file, files of two saves) gets
+// that as a problem, naming the file. What `stoker steps` lists.
+std::vector<StepFolder> ListStepFoldersAsResumeSeesThem(
+    const std::string& checkpoint_dir, const std::vector<std::string>& required_files = {});
+
 // Rank `rank`'s file of `step`, checked against it: DataError naming the file otherwise; of
 // another save, ConfigError naming rank file 0 too, and both files' runs and steps. With `bytes`,
 // also the file's bytes as read.

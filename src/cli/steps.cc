@@ -132,7 +132,8 @@ std::string Describe(const StepsOptions& options) {
   if (options.step) return StepLine(CompleteStep(dir, *options.step, options.required_files));
   std::error_code ec;
   STOKER_CHECK(std::filesystem::is_directory(dir, ec), ConfigError, "no checkpoint folder {}", dir);
-  const std::vector<StepFolder> steps = ListStepFolders(dir, options.required_files);
+  const std::vector<StepFolder> steps =
+      ListStepFoldersAsResumeSeesThem(dir, options.required_files);
   return steps.empty() ? fmt::format("{} holds no step folder\n", dir) : StepsTable(steps);
 }
 

@@ -179,6 +179,12 @@ $(cat "$work/out.txt")"
     reshard "$dir/step-8" --world-size 1 --out "$work/mixed-resharded$np/step-8"
   ! ls -A "$work/mixed-resharded$np" | grep -q step-8 ||
     fail "$np ranks: a refused reshard left its output: $(ls -A "$work/mixed-resharded$np")"
+  # `stoker steps` lists the mixed step as a resume sees it: not complete, naming the file.
+  timeout 60 "$STOKER" steps "$dir" > "$work/steps.txt" 2>&1 ||
+    fail "$np ranks: stoker steps of the mixed folder: $(cat "$work/steps.txt")"
+  grep -F "$dir/step-8" "$work/steps.txt" | grep -qF "$last was saved by another run" &&
+    ! grep -F "$dir/step-8" "$work/steps.txt" | grep -q "  complete  " ||
+    fail "$np ranks: stoker steps lists the mixed step so: $(cat "$work/steps.txt")"
   if [ "$np" = 3 ]; then  # rank file 0 the stranger: the two others outvote it
     dir="$work/mixed-first$np"
     cp -r "$work/run-a$np" "$dir"

@@ -8,7 +8,7 @@
 # on from A's newest step. A checkpoint or trace folder that cannot be written or lacks the space
 # of a step is refused at start-up.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags); STOKER_TRAIN (stoker-train,
-# when built with libtorch).
+# when built with libtorch) and STOKER_PYTHONPATH (train.py, when the Python package is built).
 set -euo pipefail
 source "$(dirname "$0")/../common/test_lib.sh"
 : "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
@@ -57,6 +57,11 @@ expect_refused "removing set-aside steps of A's folder" "$STOKER" steps "$ckpt" 
   --remove --keep 0
 if [ -n "${STOKER_TRAIN:-}" ]; then
   expect_refused "stoker-train on A's folder" "$STOKER_TRAIN" --data "$work/corpus" --steps 10 \
+    --checkpoint-dir "$ckpt" --resume --dim 16 --layers 1 --heads 2
+fi
+if [ -n "${STOKER_PYTHONPATH:-}" ]; then
+  expect_refused "train.py on A's folder" env PYTHONPATH="$STOKER_PYTHONPATH" /usr/bin/python3 \
+    "$(dirname "$0")/../../src/train/train.py" --data "$work/corpus" --steps 10 \
     --checkpoint-dir "$ckpt" --resume --dim 16 --layers 1 --heads 2
 fi
 kill -0 "$a" || fail "run A died while B was refused: $(cat "$work/a.err")"

@@ -89,5 +89,8 @@ if [ -n "${STOKER_PYTHONPATH:-}" ]; then
   refused "IO_DEPTH=-1, train.py" "--io-depth" "IO_DEPTH='-1' in the environment" -- \
     env IO_DEPTH=-1 PYTHONPATH="$STOKER_PYTHONPATH" /usr/bin/python3 \
       "$STOKER_SOURCE/src/train/train.py" --check --data "$work/corpus"
+  refused "--save-every without --checkpoint-dir, train.py" "--save-every needs --checkpoint-dir" \
+    -- env PYTHONPATH="$STOKER_PYTHONPATH" /usr/bin/python3 "$STOKER_SOURCE/src/train/train.py" \
+      --check --data "$work/corpus" --save-every 10
 fi
 echo "PASS: one schema behind three programs' flags, defaults and variables"
