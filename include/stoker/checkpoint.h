@@ -37,7 +37,9 @@ std::string ReadStepFile(const std::string& step_dir, const std::string& name);
 std::optional<uint64_t> StepFolderWorld(const std::string& step_dir);
 
 // Collective over `comm`: the newest complete step folder under `checkpoint_dir` (for
-// LoaderConfig::resume_from), or nullopt. Incomplete newer steps are logged and passed over.
+// LoaderConfig::resume_from), or nullopt (also when none is complete, logged). Incomplete newer
+// steps are logged and passed over, and so are steps with a rank file rank 0 cannot read or finds
+// corrupt (it reads every rank file of the steps it tries); a step of two saves is refused.
 // A step folder is complete when every rank file is there and every file its trainer.files names
 // (docs/checkpoint.md); `required_files` (relative to the step folder, e.g. "model.pt") names
 // more, for step folders saved without a run session.

@@ -119,9 +119,9 @@ bool CheckRunSettings(MPI_Comm world, const RunSettings& settings,
 
 class RunSession {
  public:
-  // Collective. Writes the ready file and prepares the resume (see above). Throws ConfigError
-  // (a locked checkpoint folder, step folders none of which is complete, no stop handlers with
-  // a ready file) or IoError on every rank together.
+  // Collective. Writes the ready file and prepares the resume (see above). Throws BusyError (a
+  // checkpoint folder another run holds), ConfigError (a newest step of two saves, no stop
+  // handlers with a ready file) or IoError on every rank together.
   RunSession(MPI_Comm world, RunSettings settings, TrainerFiles files);
   ~RunSession();
   RunSession(const RunSession&) = delete;

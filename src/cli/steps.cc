@@ -17,9 +17,9 @@
 //              first, with their sizes; --remove deletes all but the newest K (default 3),
 //              holding the folder's lock (checkpoint/checkpoint_lock.h) so that no run is using
 //              it at the time
-// Names only, never the rank files' content (`stoker inspect` reads and checks that); the corpus
-// record of each complete step is read and its checksum checked, so that one a resume could not
-// use is seen here (rank 0 alone, one file a step).
+// Names, and the rank files of the newest complete steps down to the one a resume goes on from,
+// read as the resume reads them (checkpoint_step.h); the corpus record of each complete step is
+// read and its checksum checked, so that one a resume could not use is seen here (rank 0 alone).
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -163,9 +163,10 @@ Command SetupSteps(CLI::App& app) {
       "A step folder (CHECKPOINT_DIR/step-<N>) is complete when loader/ holds the rank file of "
       "every rank of one world size and every --require file is there: the rule a resume "
       "applies (FindResumeStep), so a job script asks this instead of checking "
-      "folders itself. Reads names only, never the rank files' content (stoker inspect checks "
-      "that), but checks each complete step's corpus record (loader/corpus.table) and names "
-      "one that cannot be used. Prints a table of every step folder; --newest or --step N print "
+      "folders itself. The newest complete steps, down to the one a resume goes on from, have "
+      "their rank files read as a resume reads them: one with a damaged file or files of two "
+      "saves is named, not complete. Each complete step's corpus record (loader/corpus.table) "
+      "is checked too, and one that cannot be used named. Prints a table of every step folder; --newest or --step N print "
       "one line, "
       "STEP<TAB>WORLD<TAB>PATH, for scripts. --interrupted lists (and with --remove deletes) "
       "the step folders resumes set aside. See docs/checkpoint.md.");
