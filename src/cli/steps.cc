@@ -166,10 +166,10 @@ Command SetupSteps(CLI::App& app) {
       "folders itself. The newest complete steps, down to the one a resume goes on from, have "
       "their rank files read as a resume reads them: one with a damaged file or files of two "
       "saves is named, not complete. Each complete step's corpus record (loader/corpus.table) "
-      "is checked too, and one that cannot be used named. Prints a table of every step folder; --newest or --step N print "
-      "one line, "
-      "STEP<TAB>WORLD<TAB>PATH, for scripts. --interrupted lists (and with --remove deletes) "
-      "the step folders resumes set aside. See docs/checkpoint.md.");
+      "is checked too, and one that cannot be used named. Prints a table of every step "
+      "folder; --newest or --step N print one line, STEP<TAB>WORLD<TAB>PATH, for scripts. "
+      "--interrupted lists (and with --remove deletes) the step folders resumes set aside. See "
+      "docs/checkpoint.md.");
   sub->add_option("checkpoint_dir", options->checkpoint_dir,
                   "The folder of step-<N> folders (a --checkpoint-dir)")
       ->required();
