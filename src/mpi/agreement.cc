@@ -33,7 +33,6 @@ std::vector<Setting> Decode(std::string_view bytes) {
   return settings;
 }
 
-
 // A value as shown: quoted when empty or when it has white space at an end.
 std::string Shown(const std::string& value) {
   if (value.empty() || value.front() == ' ' || value.back() == ' ') {

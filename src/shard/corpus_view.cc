@@ -96,7 +96,8 @@ ShardView ReadView(const std::string& root, const std::string& rel) {
 // The ranks that see what this one sees: on its node, in its mount namespace, the same folder.
 mpi::Comm ViewGroup(const mpi::Comm& comm, const std::string& root) {
   const mpi::Comm node = comm.NodeComm();
-  struct stat ns {}, folder {};
+  struct stat ns {};
+  struct stat folder {};
   ::stat("/proc/self/ns/mnt", &ns);  // all zero where there is none to see
   ::stat(root.c_str(), &folder);     // RequireCorpusFolder made sure it is there
   const std::array<uint64_t, 3> key = {static_cast<uint64_t>(ns.st_ino),

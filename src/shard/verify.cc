@@ -67,7 +67,7 @@ class ContentChecker {
   }
 
   void CheckOffsets() {
-    uint64_t previous = 0;  // the last non-negative offset
+    uint64_t previous = 0;         // the last non-negative offset
     std::vector<uint64_t> hashed;  // hashed a few thousand at a time, not one by one
     ForEachOffset(reader_, block_, [&](uint64_t index, uint64_t offset) {
       CheckOffset(index, offset, &previous);
@@ -260,9 +260,9 @@ std::string VerifyReport::ChecksumNote() const {
       "; {} files carry no checksum (written before stoker recorded one: ranks that see other "
       "content behind their names are not told apart",
       GroupThousands(files_unrecorded - checksums_recorded));
-  return note + (checksums_recorded > 0 ? fmt::format("; recorded in {} others)",
-                                                      GroupThousands(checksums_recorded))
-                                        : "; stoker verify --record adds it)");
+  return note + (checksums_recorded > 0
+                     ? fmt::format("; recorded in {} others)", GroupThousands(checksums_recorded))
+                     : "; stoker verify --record adds it)");
 }
 
 ShardVerdict VerifyShardContents(const std::string& root, const ShardInfo& shard,

@@ -42,14 +42,14 @@ struct VerifyOptions {
 };
 
 struct VerifyReport {
-  std::string root;               // the corpus folder as given
-  std::vector<Problem> problems;  // sorted by file in corpus order, then by index
-  uint64_t datasets = 0;          // dataset folders found
-  uint64_t files = 0;             // shard files found, good or bad
-  uint64_t files_read = 0;        // files that passed the metadata checks and were read in full
-  uint64_t documents = 0;         // documents in the files read
-  uint64_t tokens = 0;            // tokens in the files read
-  uint64_t files_unrecorded = 0;  // files read that carried no content checksum
+  std::string root;                 // the corpus folder as given
+  std::vector<Problem> problems;    // sorted by file in corpus order, then by index
+  uint64_t datasets = 0;            // dataset folders found
+  uint64_t files = 0;               // shard files found, good or bad
+  uint64_t files_read = 0;          // files that passed the metadata checks and were read in full
+  uint64_t documents = 0;           // documents in the files read
+  uint64_t tokens = 0;              // tokens in the files read
+  uint64_t files_unrecorded = 0;    // files read that carried no content checksum
   uint64_t checksums_recorded = 0;  // of those, the files it was written into (--record)
 
   bool ok() const { return problems.empty(); }

@@ -33,8 +33,8 @@ std::string Change(const RecordedShard& saved, const RecordedShard& now) {
   }
   // Content that changed at the same counts and type (the file's size may differ with its
   // layout); a record without a checksum (saved before stoker recorded them) says nothing of it.
-  const bool same_shape = saved.docs == now.docs && saved.tokens == now.tokens &&
-                          saved.token_type == now.token_type;
+  const bool same_shape =
+      saved.docs == now.docs && saved.tokens == now.tokens && saved.token_type == now.token_type;
   if (same_shape && saved.checksum && saved.checksum != now.checksum) {
     parts.push_back(now.checksum ? "other content (checksum " + ChecksumText(*saved.checksum) +
                                        " -> " + ChecksumText(*now.checksum) + ")"

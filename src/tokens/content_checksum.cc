@@ -52,9 +52,7 @@ void ContentChecksum::AddTokens(std::span<const int64_t> ids, TokenType type) {
 
 uint64_t ContentChecksum::Value() const { return XXH3_64bits_digest(state_->xxh); }
 
-std::string ChecksumText(uint64_t checksum) {
-  return fmt::format("{}{:016x}", kPrefix, checksum);
-}
+std::string ChecksumText(uint64_t checksum) { return fmt::format("{}{:016x}", kPrefix, checksum); }
 
 std::optional<uint64_t> ParseChecksum(std::string_view text) {
   if (!text.starts_with(kPrefix) || text.size() != kPrefix.size() + 16) return std::nullopt;

@@ -55,20 +55,20 @@ TEST(CorpusDiff, OtherContentAtTheSameCountsIsNamedByItsChecksums) {
   CorpusRecord saved = Saved();
   for (RecordedShard& s : saved.shards) s.checksum = 7;
   CorpusRecord now = saved;
-  now.shards[0].checksum = 8;      // other tokens, the same counts
-  now.shards[1].checksum = 9;      // ... and a file of another size
+  now.shards[0].checksum = 8;  // other tokens, the same counts
+  now.shards[1].checksum = 9;  // ... and a file of another size
   now.shards[1].file_bytes = 9100;
   now.shards[2].checksum = std::nullopt;  // the checksum gone
   now.shards[3].docs = 101;               // other counts: the checksum is not repeated
   now.shards[3].checksum = 10;
-  EXPECT_EQ(DiffCorpus(saved, now).changed,
-            (std::vector<std::string>{
-                "code/part-00003.h5: other content (checksum " + ChecksumText(7) + " -> " +
-                    ChecksumText(8) + ")",
-                "code/part-00004.h5: 9000 -> 9100 bytes, other content (checksum " +
-                    ChecksumText(7) + " -> " + ChecksumText(9) + ")",
-                "web/part-00000.h5: checksum " + ChecksumText(7) + " -> none",
-                "web/part-00001.h5: 100 -> 101 documents"}));
+  EXPECT_EQ(
+      DiffCorpus(saved, now).changed,
+      (std::vector<std::string>{"code/part-00003.h5: other content (checksum " + ChecksumText(7) +
+                                    " -> " + ChecksumText(8) + ")",
+                                "code/part-00004.h5: 9000 -> 9100 bytes, other content (checksum " +
+                                    ChecksumText(7) + " -> " + ChecksumText(9) + ")",
+                                "web/part-00000.h5: checksum " + ChecksumText(7) + " -> none",
+                                "web/part-00001.h5: 100 -> 101 documents"}));
   // A record saved without checksums says nothing of the content.
   EXPECT_TRUE(DiffCorpus(Saved(), saved).empty());
 }

@@ -114,9 +114,9 @@ TEST(ContentChecksumText, ParsesItsOwnFormAndNothingElse) {
   EXPECT_EQ(ChecksumText(0xc0ffee), "xxh3-64:0000000000c0ffee");
   EXPECT_EQ(ParseChecksum("xxh3-64:0000000000c0ffee"), 0xc0ffeeu);
   EXPECT_EQ(ParseChecksum(ChecksumText(~uint64_t{0})), ~uint64_t{0});
-  for (const char* bad : {"", "xxh3-64:", "xxh3-64:0000000000C0FFEE", "xxh3-64:c0ffee",
-                          "xxh3-64:0000000000c0ffee0", "xxh64:0000000000c0ffee",
-                          "xxh3-64:000000000-c0ffee", "xxh3-64:0000000000c0ffeg"}) {
+  for (const char* bad :
+       {"", "xxh3-64:", "xxh3-64:0000000000C0FFEE", "xxh3-64:c0ffee", "xxh3-64:0000000000c0ffee0",
+        "xxh64:0000000000c0ffee", "xxh3-64:000000000-c0ffee", "xxh3-64:0000000000c0ffeg"}) {
     EXPECT_EQ(ParseChecksum(bad), std::nullopt) << bad;
   }
 }
