@@ -45,6 +45,7 @@
 #include "stoker/batch.h"
 #include "stoker/corpus.h"
 #include "stoker/io_engine.h"
+#include "stoker/layout.h"
 #include "stoker/weights.h"
 
 namespace stoker {
@@ -82,6 +83,16 @@ struct LoaderConfig {
                                            // empty: start at step 0. The weight schedule may
                                            // differ from the saved run's: this one rules the
                                            // steps not yet run.
+  // The parallel layout (stoker/layout.h): which ranks of the Loader's communicator hold one
+  // model replica and take the same batches. Either `layout` ("tp=2,cp=2,dp=4,pp=2", sizes in
+  // rank order), or this rank's two groups as the trainer made them (both): its data-parallel
+  // group and its replica group. Neither: every rank is a data-parallel rank of its own.
+  // The data-parallel ranks own the order, the mixing, the state and the checkpoint files;
+  // rank() and world_size() are the data-parallel rank and size.
+  std::string layout;
+  MPI_Comm data_parallel_comm = MPI_COMM_NULL;
+  MPI_Comm replica_comm = MPI_COMM_NULL;
+  ReplicaFeed replica_feed = ReplicaFeed::kBroadcast;  // how a replica's members get batches
 
   // Every problem of the configuration that can be seen without the corpus, one line each:
   // sizes of 0, io_depth and logical shards above their maximum, a batch above 2^31 tokens, batches

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "base/check.h"
 
@@ -28,6 +29,14 @@ class ByteWriter {
     Put<uint64_t>(s.size());
     bytes_.append(s);
   }
+  // A count, then the elements as they lie in memory.
+  template <typename T>
+  requires std::is_arithmetic_v<T>
+  void PutArray(const std::vector<T>& values) {
+    Put<uint64_t>(values.size());
+    bytes_.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+  }
+  void Reserve(size_t bytes) { bytes_.reserve(bytes); }
   const std::string& bytes() const { return bytes_; }
   std::string Take() { return std::move(bytes_); }
 
@@ -53,6 +62,15 @@ class ByteReader {
     std::string s(bytes_.substr(pos_, n));
     pos_ += n;
     return s;
+  }
+  template <typename T>
+  requires std::is_arithmetic_v<T> std::vector<T> GetArray() {
+    const auto n = Get<uint64_t>();
+    STOKER_ASSERT(n <= (bytes_.size() - pos_) / sizeof(T), "byte stream ends early");
+    std::vector<T> values(n);
+    std::memcpy(values.data(), bytes_.data() + pos_, n * sizeof(T));
+    pos_ += n * sizeof(T);
+    return values;
   }
   bool done() const { return pos_ == bytes_.size(); }
 

@@ -15,6 +15,8 @@
 #include "checkpoint/run_id.h"
 #include "loader/batch_stream.h"
 #include "loader/loader_setup.h"
+#include "loader/replica_broadcast.h"
+#include "loader/replica_groups.h"
 #include "loader/shared_settings.h"
 #include "state/loader_state.h"
 
@@ -45,9 +47,12 @@ std::string ShareRunId(const mpi::Comm& comm) {
 
 }  // namespace
 
+// The ranks of a replica group after its first (stoker/layout.h) read nothing in the broadcast
+// feed: they set up as their data-parallel group's ranks do (the corpus table, the schedule, the
+// resumed step), then hold no stream and take the first rank's batches from the broadcast.
 class Loader::Impl {
  public:
-  Impl(MPI_Comm comm, const LoaderConfig& config);
+  Impl(ReplicaGroups groups, const LoaderConfig& config);
 
   std::optional<Batch> Next();
   bool TryNext(std::chrono::milliseconds timeout, std::optional<Batch>* batch);
@@ -63,6 +68,12 @@ class Loader::Impl {
   int size() const { return comm_.size(); }
 
  private:
+  // Whether this rank reads its batches (every rank but a broadcast's receivers), and whether
+  // it writes its data-parallel rank's file at a save (one member of each replica).
+  bool reads() const { return !broadcast_ || broadcast_->reader(); }
+  bool saves() const { return replica_rank_ == 0; }
+  std::optional<BatchStream::Ready> TakeReady(std::chrono::milliseconds timeout);
+  std::unique_ptr<BatchStream> MakeStream() const;
   OrderIdentity Identity() const;
   // The reading pipeline; InternalError when a failed SetWeights left none.
   BatchStream& Stream() const;
@@ -70,7 +81,10 @@ class Loader::Impl {
   RankState StartingState();
   void FollowNewSchedule(const MixSchedule& saved, RankState* state) const;
 
-  mpi::Comm comm_;
+  mpi::Comm comm_;                    // the data-parallel group
+  std::optional<mpi::Comm> replica_;  // in a layout, this rank's replica group
+  const int replica_rank_;
+  std::unique_ptr<ReplicaBroadcast> broadcast_;  // ReplicaFeed::kBroadcast in a layout
   LoaderConfig config_;
   LoaderSetup setup_;      // its planner's schedule changes with SetWeights
   const std::string run_;  // this run's identity, in every rank file it saves (a resume draws anew)
@@ -83,8 +97,13 @@ class Loader::Impl {
   const pid_t pid_ = getpid();           // the process that made the Loader
 };
 
-Loader::Impl::Impl(MPI_Comm comm, const LoaderConfig& config)
-    : comm_(comm),
+Loader::Impl::Impl(ReplicaGroups groups, const LoaderConfig& config)
+    : comm_(std::move(groups.data_parallel)),
+      replica_(std::move(groups.replica)),
+      replica_rank_(replica_ ? replica_->rank() : 0),
+      broadcast_(replica_ && config.replica_feed == ReplicaFeed::kBroadcast
+                     ? std::make_unique<ReplicaBroadcast>(replica_->get())
+                     : nullptr),
       config_(config),
       setup_(SetUpLoader(comm_, &config_)),
       run_(ShareRunId(comm_)),
@@ -92,9 +111,10 @@ Loader::Impl::Impl(MPI_Comm comm, const LoaderConfig& config)
                                              EncodeCorpusRecord(RecordOf(setup_.table)))
                                        : nullptr),
       delivered_(StartingState()),
-      stream_(std::make_unique<BatchStream>(setup_, config_, delivered_, comm_.rank())) {
+      stream_(MakeStream()) {
+  if (!stream_) return;
   const ReadQueue& queue = stream_->queue();
-  if (!queue.fallback_reason().empty() && comm_.rank() == 0) {
+  if (!queue.fallback_reason().empty() && comm_.rank() == 0 && saves()) {
     spdlog::info("reading with {} threads at most: io_uring is not available ({})", queue.depth(),
                  queue.fallback_reason());
   }
@@ -151,7 +171,13 @@ void Loader::Impl::FollowNewSchedule(const MixSchedule& saved, RankState* state)
   }
 }
 
+std::unique_ptr<BatchStream> Loader::Impl::MakeStream() const {
+  if (!reads()) return nullptr;
+  return std::make_unique<BatchStream>(setup_, config_, delivered_, comm_.rank());
+}
+
 void Loader::Impl::Save(const std::string& step_dir) {
+  if (!saves()) return;  // the replica's first rank writes the state they share
   RankCheckpoint snapshot{.identity = Identity(),
                           .weights = setup_.planner.schedule.WeightsAt(delivered_.step),
                           .schedule = setup_.planner.schedule,
@@ -176,16 +202,34 @@ BatchStream& Loader::Impl::Stream() const {
   return *stream_;
 }
 
-// The batch handed to the trainer, and the state after it.
+// The batch handed to the trainer, and the state after it (a broadcast's receiver keeps only
+// the step: it saves nothing).
 std::optional<Batch> Loader::Impl::Deliver(BatchStream::Ready ready) {
-  ApplyDelta(ready.delta, &delivered_);
+  if (reads()) {
+    ApplyDelta(ready.delta, &delivered_);
+  } else {
+    delivered_.step = ready.batch.step;
+  }
   return std::move(ready.batch);
 }
 
-std::optional<Batch> Loader::Impl::Next() { return Deliver(Stream().Next()); }
+// This rank's next batch: from its stream, or through the replica's broadcast.
+std::optional<BatchStream::Ready> Loader::Impl::TakeReady(std::chrono::milliseconds timeout) {
+  const auto take = [this](std::chrono::milliseconds t) -> std::optional<BatchStream::Ready> {
+    if (t == std::chrono::milliseconds::max()) return Stream().Next();
+    return Stream().TryNext(t);
+  };
+  return broadcast_ ? broadcast_->TryNext(timeout, take) : take(timeout);
+}
+
+std::optional<Batch> Loader::Impl::Next() {
+  std::optional<BatchStream::Ready> ready = TakeReady(std::chrono::milliseconds::max());
+  STOKER_ASSERT(ready, "rank {}: no batch where one was waited for", comm_.rank());
+  return Deliver(std::move(*ready));
+}
 
 bool Loader::Impl::TryNext(std::chrono::milliseconds timeout, std::optional<Batch>* batch) {
-  std::optional<BatchStream::Ready> ready = Stream().TryNext(timeout);
+  std::optional<BatchStream::Ready> ready = TakeReady(timeout);
   if (!ready) return false;
   *batch = Deliver(std::move(*ready));
   return true;
@@ -206,7 +250,9 @@ void Loader::Impl::CheckProcess() const {
 void Loader::Impl::SetWeights(const std::map<std::string, double>& weights) {
   const uint64_t step = delivered_.step;
   RequireSameWeights(comm_, step, weights);
+  if (replica_) RequireSameWeights(*replica_, step, weights);
   MixSchedule schedule = ScheduleSettingWeights(setup_.planner, setup_.table, step, weights);
+  if (broadcast_) broadcast_->Drop();  // batches planned with the old weights
   stream_.reset();
   const MixSchedule before = setup_.planner.schedule;
   const std::vector<double> deficit = delivered_.deficit;
@@ -215,22 +261,32 @@ void Loader::Impl::SetWeights(const std::map<std::string, double>& weights) {
     std::fill(delivered_.deficit.begin(), delivered_.deficit.end(), 0.0);
   }
   try {
-    stream_ = std::make_unique<BatchStream>(setup_, config_, delivered_, comm_.rank());
+    stream_ = MakeStream();
   } catch (...) {
     setup_.planner.schedule = before;
     delivered_.deficit = deficit;
     try {
-      stream_ = std::make_unique<BatchStream>(setup_, config_, delivered_, comm_.rank());
+      stream_ = MakeStream();
     } catch (...) {  // Next() says so
     }
     throw;
   }
+  if (!saves()) return;
   spdlog::info("rank {}: mixing weights {} from step {} on", comm_.rank(),
                WeightsText(setup_.table, setup_.planner.schedule.WeightsAt(step)), step);
 }
 
-Loader::Loader(MPI_Comm comm, const LoaderConfig& config)
-    : impl_(std::make_unique<Impl>(comm, config)) {}
+// In a layout, the data-parallel groups set up each on their own: the job's ranks then agree on
+// the outcome, so that no group goes on while another failed.
+Loader::Loader(MPI_Comm comm, const LoaderConfig& config) {
+  const mpi::Comm job(comm);
+  if (!HasLayout(config)) {
+    impl_ = std::make_unique<Impl>(ResolveReplicaGroups(job, config), config);
+    return;
+  }
+  ReplicaGroups groups = ResolveReplicaGroups(job, config);
+  mpi::FailTogether(job, [&] { impl_ = std::make_unique<Impl>(std::move(groups), config); });
+}
 // In a forked child the threads the destructor would join and the communicator it would free
 // are the parent's: the memory is left as it is (the child's exit returns it).
 Loader::~Loader() {

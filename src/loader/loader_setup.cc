@@ -184,6 +184,19 @@ std::vector<std::string> LoaderConfig::Problems() const {
       problems.push_back("--weights-schedule: " + p);
     }
   }
+  if ((data_parallel_comm == MPI_COMM_NULL) != (replica_comm == MPI_COMM_NULL)) {
+    problems.push_back("data_parallel_comm and replica_comm go together: give both or neither");
+  }
+  if (!layout.empty() && data_parallel_comm != MPI_COMM_NULL) {
+    problems.push_back("both a layout and the communicators of one: give one");
+  }
+  if (!layout.empty()) {
+    try {
+      ParseLayout(layout);
+    } catch (const ConfigError& e) {
+      problems.push_back(e.what());
+    }
+  }
   return problems;
 }
 

@@ -74,6 +74,51 @@ void Comm::Broadcast(std::string* bytes, int root) const {
   }
 }
 
+Request Comm::IBroadcast(void* data, uint64_t bytes, int root) const {
+  Request request;
+  constexpr uint64_t kPiece = 1u << 30;
+  for (uint64_t at = 0; at < bytes; at += kPiece) {
+    MPI_Request& part = request.parts_.emplace_back(MPI_REQUEST_NULL);
+    Check(MPI_Ibcast(static_cast<char*>(data) + at, static_cast<int>(std::min(kPiece, bytes - at)),
+                     MPI_BYTE, root, get(), &part),
+          "MPI_Ibcast");
+  }
+  if (request.parts_.empty()) request.parts_.push_back(MPI_REQUEST_NULL);  // nothing to send
+  return request;
+}
+
+Request& Request::operator=(Request&& other) noexcept {
+  if (this != &other) {
+    if (active()) Wait();
+    parts_ = std::move(other.parts_);
+    other.parts_.clear();
+  }
+  return *this;
+}
+
+Request::~Request() {
+  if (!active()) return;
+  try {
+    Wait();
+  } catch (...) {  // the error reached no one: there is no caller to take it
+  }
+}
+
+bool Request::Test() {
+  int done = 0;
+  Check(MPI_Testall(static_cast<int>(parts_.size()), parts_.data(), &done, MPI_STATUSES_IGNORE),
+        "MPI_Testall");
+  if (done) parts_.clear();
+  return done != 0;
+}
+
+void Request::Wait() {
+  std::vector<MPI_Request> parts = std::move(parts_);
+  parts_.clear();
+  Check(MPI_Waitall(static_cast<int>(parts.size()), parts.data(), MPI_STATUSES_IGNORE),
+        "MPI_Waitall");
+}
+
 std::vector<std::string> Comm::AllGather(const std::string& bytes) const {
   const uint64_t mine = bytes.size();
   std::vector<uint64_t> sizes(size_);
@@ -236,42 +281,48 @@ Kind Classify(std::exception_ptr error, std::string* message) {
   }
 }
 
-[[noreturn]] void Throw(Kind kind, const std::string& message) {
+[[noreturn]] void Throw(Kind kind, const std::string& message, bool collective) {
   switch (kind) {
     case Kind::kBusy:
-      throw BusyError(message, true);
+      throw BusyError(message, collective);
     case Kind::kConfig:
-      throw ConfigError(message, true);
+      throw ConfigError(message, collective);
     case Kind::kData:
-      throw DataError(message, true);
+      throw DataError(message, collective);
     case Kind::kIo:
-      throw IoError(message, true);
+      throw IoError(message, collective);
     case Kind::kMpi:
-      throw MpiError(message, true);
+      throw MpiError(message, collective);
     case Kind::kHdf5:
-      throw Hdf5Error(message, true);
+      throw Hdf5Error(message, collective);
     case Kind::kInternal:
-      throw InternalError(message, true);
+      throw InternalError(message, collective);
     default:
-      throw Error(message, true);
+      throw Error(message, collective);
   }
 }
 
 }  // namespace
 
-void RaiseTogether(const Comm& comm, std::exception_ptr error) {
+std::string EncodeError(std::exception_ptr error) {
   std::string message;
   const Kind kind = Classify(error, &message);
-  ByteWriter mine;
-  mine.Put(static_cast<uint8_t>(kind));
-  mine.PutString(message);
-  const auto all = comm.AllGather(kind == Kind::kNone ? std::string(1, '\0') : mine.bytes());
-  for (int r = 0; r < comm.size(); ++r) {
-    ByteReader in(all[r]);
-    const auto theirs = static_cast<Kind>(in.Get<uint8_t>());
-    if (theirs == Kind::kNone) continue;
-    Throw(theirs, in.GetString());
-  }
+  if (kind == Kind::kNone) return std::string(1, '\0');
+  ByteWriter out;
+  out.Put(static_cast<uint8_t>(kind));
+  out.PutString(message);
+  return out.Take();
+}
+
+void ThrowEncodedError(std::string_view bytes, bool collective) {
+  ByteReader in(bytes);
+  const auto kind = static_cast<Kind>(in.Get<uint8_t>());
+  if (kind != Kind::kNone) Throw(kind, in.GetString(), collective);
+}
+
+void RaiseTogether(const Comm& comm, std::exception_ptr error) {
+  const auto all = comm.AllGather(EncodeError(error));
+  for (const std::string& theirs : all) ThrowEncodedError(theirs, /*collective=*/true);
 }
 
 void FailTogether(const Comm& comm, const std::function<void()>& local) {

@@ -17,6 +17,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/unique_handle.h"
@@ -50,6 +51,27 @@ struct CommTraits {
   static void Close(Handle h);
 };
 
+// Nonblocking collectives in flight (Comm::IBroadcast): each part an MPI request. A request that
+// is not complete when it is destroyed is waited for (MPI cannot drop a collective once started).
+class Request {
+ public:
+  Request() = default;
+  Request(Request&& other) noexcept : parts_(std::move(other.parts_)) { other.parts_.clear(); }
+  Request& operator=(Request&& other) noexcept;
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  ~Request();
+
+  bool active() const { return !parts_.empty(); }
+  // Whether it is complete (then no longer active); never blocks.
+  bool Test();
+  void Wait();
+
+ private:
+  friend class Comm;
+  std::vector<MPI_Request> parts_;
+};
+
 class Comm {
  public:
   // Collective over `comm`: duplicates it so that stoker's messages never mix with the caller's.
@@ -64,6 +86,10 @@ class Comm {
   void Barrier() const;
   // Root's `bytes` reach every rank.
   void Broadcast(std::string* bytes, int root) const;
+  // Starts the broadcast of root's `bytes` bytes at `data` to the same place on every rank (any
+  // size: large ones go in pieces); the buffer stays untouched until the request completes.
+  // Collective: every rank starts its broadcasts in the same order.
+  Request IBroadcast(void* data, uint64_t bytes, int root) const;
   // Every rank's `bytes`, indexed by rank, on every rank. More than 2 GiB in all is an MpiError
   // that every rank throws together (collective).
   std::vector<std::string> AllGather(const std::string& bytes) const;
@@ -95,6 +121,12 @@ class Comm {
 // failing rank (same kind, same message, collective() true). stoker's error kinds keep their
 // kind; std::filesystem::filesystem_error becomes IoError; anything else becomes Error.
 void FailTogether(const Comm& comm, const std::function<void()>& local);
+
+// An error as bytes that another rank turns back into it (ThrowEncodedError): its kind and its
+// message; no error (null) is a byte of its own.
+std::string EncodeError(std::exception_ptr error);
+// Throws the error `bytes` hold, of its kind, marked `collective` or not; nothing for no error.
+void ThrowEncodedError(std::string_view bytes, bool collective);
 
 // Collective. Rethrows `error` (if any) on every rank as described for FailTogether.
 void RaiseTogether(const Comm& comm, std::exception_ptr error);

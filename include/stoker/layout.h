@@ -1,0 +1,71 @@
+// Parallel layouts: which ranks of a job hold one model replica, and which consume other data.
+//
+// A job that splits its model trains with several kinds of parallelism at once: tensor (tp) and
+// context (cp) parallel groups split each layer or each sequence, pipeline (pp) stages split the
+// layers, and only the data-parallel (dp) dimension consumes different data. The ranks of one
+// replica (same dp coordinate, every tp, cp and pp coordinate) must see the same batches: its
+// replica group. A layout names the sizes and the order in which ranks are numbered, the first
+// name varying fastest, as Megatron numbers them: "tp=2,cp=2,dp=4,pp=2" puts ranks 0 and 1 in
+// one tensor-parallel group, ranks 0, 1, 2, 3 in one context-parallel x tensor-parallel block,
+// and so on. A name left out has size 1. The Loader takes a layout (LoaderConfig::layout) or the
+// two communicators a trainer already has (LoaderConfig::data_parallel_comm, replica_comm);
+// MakeLayoutComms makes them for a trainer that has none.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+namespace stoker {
+
+struct ParallelLayout {
+  struct Dimension {
+    std::string name;  // "tp", "cp", "dp" or "pp"
+    int size = 1;
+  };
+  // Every dimension, in rank order: the first varies fastest. Names not given have size 1 and
+  // come last, in Megatron's order (tp, cp, dp, pp).
+  std::vector<Dimension> dimensions;
+
+  int Size(const std::string& name) const;  // 1 for a name the layout does not hold
+  long long World() const;                  // the product of the sizes
+  // This rank's coordinate along `name` (0 <= c < Size(name)).
+  int Coordinate(int rank, const std::string& name) const;
+  // The ranks of a replica group and of a data-parallel group are numbered as follows: a
+  // replica's ranks by their rank in the job; a data-parallel group's by their dp coordinate.
+  // The replica of `rank` (its dp coordinate) and its rank within the replica group.
+  int Replica(int rank) const { return Coordinate(rank, "dp"); }
+  int RankInReplica(int rank) const;
+  std::string Text() const;  // "tp=2,cp=2,dp=4,pp=2"
+};
+
+// Parses "tp=2,cp=2,dp=4,pp=2": names tp, cp, dp and pp, each at most once, each a size of at
+// least 1; the order given is the rank order. ConfigError naming what is wrong: an unknown name
+// (and the names known), a size that is not a whole number of at least 1, a name given twice.
+ParallelLayout ParseLayout(const std::string& text);
+
+// The communicators of a layout, for this rank: its data-parallel group (the ranks of the same
+// tp, cp and pp coordinates, numbered by dp coordinate) and its replica group (the ranks of its
+// dp coordinate, numbered as in `comm`). The caller frees both (MPI_Comm_free).
+struct LayoutComms {
+  MPI_Comm data_parallel = MPI_COMM_NULL;
+  MPI_Comm replica = MPI_COMM_NULL;
+};
+
+// Collective over `comm`. ConfigError on every rank when the layout does not fit the world (its
+// sizes' product is not the size of `comm`), naming the sizes and the world.
+LayoutComms MakeLayoutComms(MPI_Comm comm, const ParallelLayout& layout);
+
+// How the members of a replica group get their batches (LoaderConfig::replica_feed).
+enum class ReplicaFeed {
+  // The replica's first rank reads; the others receive its batches by broadcast (one read per
+  // replica), started a step ahead so that it overlaps with the trainer's step.
+  kBroadcast,
+  // Every member reads the same batches itself: no communication, more reads.
+  kReadEach,
+};
+const char* ReplicaFeedName(ReplicaFeed feed);                     // "broadcast", "read"
+bool ParseReplicaFeed(const std::string& text, ReplicaFeed* out);  // false when unknown
+
+}  // namespace stoker

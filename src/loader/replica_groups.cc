@@ -1,0 +1,84 @@
+#include "loader/replica_groups.h"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <string>
+
+#include "base/unique_handle.h"
+#include "loader/loader_setup.h"
+#include "mpi/agreement.h"
+#include "stoker/error.h"
+#include "stoker/layout.h"
+
+namespace stoker {
+
+bool HasLayout(const LoaderConfig& config) {
+  return !config.layout.empty() || config.data_parallel_comm != MPI_COMM_NULL ||
+         config.replica_comm != MPI_COMM_NULL;
+}
+
+namespace {
+
+// Whether every rank of `comm` gives the same `value`.
+bool SameEverywhere(const mpi::Comm& comm, uint64_t value) {
+  return comm.Max(value) == value && comm.Max(UINT64_MAX - value) == UINT64_MAX - value;
+}
+
+// The given communicators' problem, or "": checked by every rank of `comm` (collective).
+std::string CommsProblem(const mpi::Comm& comm, const mpi::Comm& dp, const mpi::Comm& replica) {
+  const uint64_t held = comm.Max(static_cast<uint64_t>(dp.size()) * replica.size());
+  if (held != static_cast<uint64_t>(comm.size()) ||
+      !SameEverywhere(comm, static_cast<uint64_t>(dp.size()) * replica.size())) {
+    return fmt::format(
+        "data_parallel_comm of {} ranks and replica_comm of {} on rank {} do not make a job of {} "
+        "ranks: the data-parallel size times the replica size must be the number of ranks, on "
+        "every rank",
+        dp.size(), replica.size(), comm.rank(), comm.size());
+  }
+  if (!SameEverywhere(replica, static_cast<uint64_t>(dp.rank()))) {
+    return "the members of a replica_comm are at other ranks of their data_parallel_comm: a "
+           "replica's ranks must all be data-parallel rank d of their groups";
+  }
+  if (!SameEverywhere(dp, static_cast<uint64_t>(replica.rank()))) {
+    return "the members of a data_parallel_comm are at other ranks of their replica_comm: a "
+           "data-parallel group's ranks must all hold one place in their replicas";
+  }
+  return "";
+}
+
+}  // namespace
+
+ReplicaGroups ResolveReplicaGroups(const mpi::Comm& comm, const LoaderConfig& config) {
+  if (!HasLayout(config)) return {.data_parallel = mpi::Comm(comm.get()), .replica = {}};
+  mpi::FailTogether(comm, [&] {
+    if (auto problems = config.Problems(); !problems.empty()) RefuseConfiguration(problems);
+  });
+  const bool given = config.data_parallel_comm != MPI_COMM_NULL;
+  mpi::RequireAgreement(comm,
+                        {{"layout", given ? "the communicators given" : config.layout},
+                         {"replica_feed", ReplicaFeedName(config.replica_feed)}},
+                        "the ranks describe the parallel layout otherwise");
+  ReplicaGroups groups{.data_parallel = mpi::Comm(comm.get()), .replica = {}};
+  if (given) {
+    groups.data_parallel = mpi::Comm(config.data_parallel_comm);
+    groups.replica.emplace(config.replica_comm);
+    const std::string problem = CommsProblem(comm, groups.data_parallel, *groups.replica);
+    mpi::FailTogether(comm, [&] {
+      if (!problem.empty()) throw ConfigError(problem);
+    });
+  } else {
+    ParallelLayout layout;
+    mpi::FailTogether(comm, [&] { layout = ParseLayout(config.layout); });
+    LayoutComms made = MakeLayoutComms(comm.get(), layout);
+    const UniqueHandle<mpi::CommTraits> data_parallel(made.data_parallel), replica(made.replica);
+    groups.data_parallel = mpi::Comm(made.data_parallel);
+    groups.replica.emplace(made.replica);
+  }
+  // A replica's members hold one batch: in every feed they must ask for the same rows.
+  mpi::RequireAgreement(*groups.replica, {{"batch_size", std::to_string(config.batch_size)}},
+                        "the ranks of one replica ask for batches of other sizes");
+  return groups;
+}
+
+}  // namespace stoker

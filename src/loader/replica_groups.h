@@ -1,0 +1,30 @@
+// The groups of a Loader's parallel layout (stoker/layout.h) for this rank: its data-parallel
+// group, whose ranks own the order, the state and the checkpoint files as the ranks of a job
+// without a layout do; and its replica group, whose members hold the same batches.
+#pragma once
+
+#include <optional>
+
+#include "mpi/comm.h"
+#include "stoker/loader.h"
+
+namespace stoker {
+
+struct ReplicaGroups {
+  mpi::Comm data_parallel;
+  std::optional<mpi::Comm> replica;  // none without a layout: every rank a replica of its own
+};
+
+// Whether `config` gives a layout or its communicators.
+bool HasLayout(const LoaderConfig& config);
+
+// Collective over `comm`, the job's ranks: the groups of config.layout, or of the communicators
+// config.data_parallel_comm and config.replica_comm; without either, `comm` is the data-parallel
+// group. ConfigError on every rank together: a layout that does not parse or fit the job,
+// communicators that are not the groups of a layout of `comm` (sizes whose product is not the
+// job's, members of a replica at other data-parallel ranks, members of a data-parallel group at
+// other places in their replicas), ranks that give another layout, replica feed or, within a
+// replica, batch size.
+ReplicaGroups ResolveReplicaGroups(const mpi::Comm& comm, const LoaderConfig& config);
+
+}  // namespace stoker

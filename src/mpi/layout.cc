@@ -1,0 +1,141 @@
+// Parallel layouts (stoker/layout.h): parsing, coordinates, and their communicators.
+#include "stoker/layout.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+
+#include "base/digits.h"
+#include "mpi/comm.h"
+#include "stoker/error.h"
+
+namespace stoker {
+
+namespace {
+
+// Megatron's default rank order, which also orders the names a layout leaves out.
+constexpr std::array<const char*, 4> kNames = {"tp", "cp", "dp", "pp"};
+
+bool Known(const std::string& name) {
+  return std::find(kNames.begin(), kNames.end(), name) != kNames.end();
+}
+
+}  // namespace
+
+int ParallelLayout::Size(const std::string& name) const {
+  for (const Dimension& d : dimensions) {
+    if (d.name == name) return d.size;
+  }
+  return 1;
+}
+
+long long ParallelLayout::World() const {
+  long long world = 1;
+  for (const Dimension& d : dimensions) world *= d.size;
+  return world;
+}
+
+int ParallelLayout::Coordinate(int rank, const std::string& name) const {
+  long long stride = 1;
+  for (const Dimension& d : dimensions) {
+    if (d.name == name) return static_cast<int>((rank / stride) % d.size);
+    stride *= d.size;
+  }
+  return 0;
+}
+
+// The replica's ranks in job order: counted by the coordinates other than dp, fastest first.
+int ParallelLayout::RankInReplica(int rank) const {
+  long long position = 0, stride = 1;
+  for (const Dimension& d : dimensions) {
+    if (d.name == "dp") continue;
+    position += stride * Coordinate(rank, d.name);
+    stride *= d.size;
+  }
+  return static_cast<int>(position);
+}
+
+std::string ParallelLayout::Text() const {
+  std::vector<std::string> parts;
+  for (const Dimension& d : dimensions) parts.push_back(fmt::format("{}={}", d.name, d.size));
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
+ParallelLayout ParseLayout(const std::string& text) {
+  ParallelLayout layout;
+  std::vector<std::string> problems;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string part = text.substr(at, comma - at);
+    at = comma + 1;
+    const size_t equals = part.find('=');
+    const std::string name = part.substr(0, equals);
+    const std::string size = equals == std::string::npos ? "" : part.substr(equals + 1);
+    if (!Known(name)) {
+      problems.push_back(fmt::format("'{}' is not a dimension (tp, cp, dp or pp)", name));
+      continue;
+    }
+    const std::optional<uint64_t> value = ParseDigits(size);
+    if (!value || *value < 1 || *value > (uint64_t{1} << 31) - 1) {
+      problems.push_back(
+          fmt::format("{}: '{}' is not a size (a whole number of at least 1)", name, size));
+      continue;
+    }
+    if (std::any_of(layout.dimensions.begin(), layout.dimensions.end(),
+                    [&](const auto& d) { return d.name == name; })) {
+      problems.push_back(fmt::format("{} is given twice", name));
+      continue;
+    }
+    layout.dimensions.push_back({name, static_cast<int>(*value)});
+  }
+  if (!problems.empty()) {
+    throw ConfigError(fmt::format("layout '{}' (sizes in rank order, e.g. tp=2,cp=1,dp=4,pp=2): {}",
+                                  text, fmt::join(problems, "; ")));
+  }
+  for (const char* name : kNames) {
+    if (std::none_of(layout.dimensions.begin(), layout.dimensions.end(),
+                     [&](const auto& d) { return d.name == name; })) {
+      layout.dimensions.push_back({name, 1});
+    }
+  }
+  return layout;
+}
+
+LayoutComms MakeLayoutComms(MPI_Comm comm, const ParallelLayout& layout) {
+  const mpi::Comm world(comm);
+  if (layout.World() != world.size()) {
+    throw ConfigError(fmt::format("layout {} holds {} ranks, the job {}: the sizes' product must "
+                                  "be the number of ranks",
+                                  layout.Text(), layout.World(), world.size()),
+                      /*collective=*/true);
+  }
+  const int rank = world.rank();
+  LayoutComms out;
+  // Ranks of the same coordinates but dp, numbered by dp; a replica's ranks, in job order.
+  mpi::Check(MPI_Comm_split(world.get(), layout.RankInReplica(rank), layout.Replica(rank),
+                            &out.data_parallel),
+             "MPI_Comm_split");
+  mpi::Check(MPI_Comm_split(world.get(), layout.Replica(rank), rank, &out.replica),
+             "MPI_Comm_split");
+  return out;
+}
+
+const char* ReplicaFeedName(ReplicaFeed feed) {
+  return feed == ReplicaFeed::kBroadcast ? "broadcast" : "read";
+}
+
+bool ParseReplicaFeed(const std::string& text, ReplicaFeed* out) {
+  if (text == "broadcast") {
+    *out = ReplicaFeed::kBroadcast;
+  } else if (text == "read") {
+    *out = ReplicaFeed::kReadEach;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace stoker

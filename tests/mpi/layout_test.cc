@@ -1,0 +1,245 @@
+// Parallel layouts (stoker/layout.h) at 8 ranks: in dp 2 x tp 2 x pp 2, dp 4 x cp 2 and dp 2 x
+// tp 4, by broadcast and read by every member, every rank holds, byte for byte at every step,
+// the batches of a flat job of the data-parallel size at the rank of its dp coordinate (so
+// every member of a replica holds the same batch, and the readers together are the flat
+// stream); the communicators of MakeLayoutComms given instead of the layout do the same; a save
+// under one layout holds one file per data-parallel rank and resumes under another as the flat
+// job's rescale does; SetWeights reaches every member; layouts that do not fit the job, and
+// ranks that describe it otherwise, are refused on every rank.
+#include "stoker/layout.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/bytes.h"
+#include "common/test_support.h"
+#include "loader/batch_bytes.h"
+#include "mpi/comm.h"
+#include "stoker/error.h"
+#include "stoker/loader.h"
+#include "tools/synth.h"
+
+namespace stoker {
+namespace {
+
+namespace fs = std::filesystem;
+
+using Encoded = std::vector<std::string>;  // a rank's batches, each as EncodeBatch's bytes
+
+Encoded Pull(Loader& loader, int n) {
+  Encoded out;
+  for (int i = 0; i < n; ++i) {
+    try {
+      out.push_back(EncodeBatch(*loader.Next()));
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "Next(): " << e.what();
+      out.emplace_back();
+    }
+  }
+  return out;
+}
+
+class LayoutTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (comm_.size() != 8) GTEST_SKIP() << "the layouts here are of 8 ranks";
+    SynthSpec spec;
+    spec.out = dir_ / "corpus";
+    spec.datasets = {{"a", 30000, 40}, {"b", 20000, 60}};
+    spec.seed = 2;
+    SynthesizeCorpus(comm_, spec);
+  }
+  LoaderConfig Config() const {
+    LoaderConfig config;
+    config.data = dir_ / "corpus";
+    config.seq_len = 31;
+    config.batch_size = 2;
+    config.seed = 3;
+    config.logical_shards = 16;
+    config.boundaries = BoundaryFields::All();
+    return config;
+  }
+  // Every rank's batches, on every rank.
+  std::vector<Encoded> Gather(const Encoded& mine) const {
+    ByteWriter out;
+    out.Put<uint64_t>(mine.size());
+    for (const std::string& b : mine) out.PutString(b);
+    std::vector<Encoded> all;
+    for (const std::string& bytes : comm_.AllGather(out.bytes())) {
+      ByteReader in(bytes);
+      Encoded& theirs = all.emplace_back(in.Get<uint64_t>());
+      for (std::string& b : theirs) b = in.GetString();
+    }
+    return all;
+  }
+  // The batches of each rank of a flat job of `dp` ranks (ranks 0 to dp - 1 of this one): `run`
+  // makes its Loaders and pulls them on a communicator of those ranks.
+  std::vector<Encoded> Flat(int dp, const std::function<Encoded(MPI_Comm)>& run) const {
+    const mpi::Comm part = comm_.Split(comm_.rank() < dp ? 0 : 1);
+    const Encoded mine = comm_.rank() < dp ? run(part.get()) : Encoded{};
+    std::vector<Encoded> all = Gather(mine);
+    all.resize(dp);
+    return all;
+  }
+  // Expects every rank's `got` to be what `flat` holds at its dp coordinate in `layout`.
+  void ExpectFlatAtEachReplica(const std::string& layout, const Encoded& got,
+                               const std::vector<Encoded>& flat, const std::string& what) const {
+    const ParallelLayout parsed = ParseLayout(layout);
+    const std::vector<Encoded> all = Gather(got);
+    for (int r = 0; r < comm_.size(); ++r) {
+      const int d = parsed.Replica(r);
+      ASSERT_EQ(all[r].size(), flat[d].size()) << what << ", rank " << r;
+      for (size_t s = 0; s < flat[d].size(); ++s) {
+        EXPECT_TRUE(all[r][s] == flat[d][s])
+            << what << ": rank " << r << " (dp " << d << ") at batch " << s + 1
+            << " differs from the flat job's";
+      }
+    }
+  }
+
+  mpi::Comm comm_{MPI_COMM_WORLD};
+  testing::SharedTempDir dir_{MPI_COMM_WORLD};
+};
+
+TEST_F(LayoutTest, EveryMemberHoldsTheFlatStreamOfItsDataParallelRank) {
+  constexpr int kSteps = 6;
+  for (const std::string layout : {"tp=2,dp=2,pp=2", "cp=2,dp=4", "tp=4,dp=2"}) {
+    const int dp = ParseLayout(layout).Size("dp");
+    const std::vector<Encoded> flat = Flat(dp, [&](MPI_Comm part) {
+      Loader loader(part, Config());
+      return Pull(loader, kSteps);
+    });
+    for (const ReplicaFeed feed : {ReplicaFeed::kBroadcast, ReplicaFeed::kReadEach}) {
+      LoaderConfig config = Config();
+      config.layout = layout;
+      config.replica_feed = feed;
+      Loader loader(MPI_COMM_WORLD, config);
+      EXPECT_EQ(loader.world_size(), dp);
+      EXPECT_EQ(loader.rank(), ParseLayout(layout).Replica(comm_.rank()));
+      ExpectFlatAtEachReplica(layout, Pull(loader, kSteps), flat,
+                              fmt::format("{} by {}", layout, ReplicaFeedName(feed)));
+    }
+  }
+}
+
+TEST_F(LayoutTest, TheCommunicatorsOfALayoutGivenInsteadServeTheSame) {
+  const std::string layout = "tp=2,dp=4";
+  const std::vector<Encoded> flat = Flat(4, [&](MPI_Comm part) {
+    Loader loader(part, Config());
+    return Pull(loader, 4);
+  });
+  LayoutComms comms = MakeLayoutComms(MPI_COMM_WORLD, ParseLayout(layout));
+  {
+    LoaderConfig config = Config();
+    config.data_parallel_comm = comms.data_parallel;
+    config.replica_comm = comms.replica;
+    Loader loader(MPI_COMM_WORLD, config);
+    ExpectFlatAtEachReplica(layout, Pull(loader, 4), flat, "the communicators given");
+  }
+  MPI_Comm_free(&comms.data_parallel);
+  MPI_Comm_free(&comms.replica);
+}
+
+// Saved at dp 4 x tp 2 (broadcast), resumed at dp 2 x tp 4 (read by every member): what the
+// flat job of 4 ranks saves and a flat job of 2 resumes.
+TEST_F(LayoutTest, ASaveHoldsAFilePerDataParallelRankAndResumesUnderAnotherLayout) {
+  const std::string flat_step = dir_ / "flat/step-4", step = dir_ / "layout/step-4";
+  Flat(4, [&](MPI_Comm part) {
+    Loader loader(part, Config());
+    Encoded out = Pull(loader, 4);
+    loader.Save(flat_step);
+    loader.WaitForSave();
+    return out;
+  });
+  LoaderConfig config = Config();
+  config.layout = "tp=2,dp=4";
+  {
+    Loader loader(MPI_COMM_WORLD, config);
+    Pull(loader, 4);
+    loader.Save(step);
+    loader.WaitForSave();
+  }
+  comm_.Barrier();
+  std::set<std::string> files;
+  for (const auto& entry : fs::directory_iterator(step + "/loader")) {
+    if (entry.path().extension() == ".ckpt") files.insert(entry.path().filename());
+  }
+  EXPECT_EQ(files, (std::set<std::string>{"rank-00000-of-00004.ckpt", "rank-00001-of-00004.ckpt",
+                                          "rank-00002-of-00004.ckpt", "rank-00003-of-00004.ckpt"}));
+
+  const std::vector<Encoded> flat = Flat(2, [&](MPI_Comm part) {
+    LoaderConfig resumed = Config();
+    resumed.resume_from = flat_step;
+    Loader loader(part, resumed);
+    return Pull(loader, 5);
+  });
+  config.layout = "tp=4,dp=2";
+  config.replica_feed = ReplicaFeed::kReadEach;
+  config.resume_from = step;
+  Loader loader(MPI_COMM_WORLD, config);
+  EXPECT_EQ(loader.step(), 4u);
+  ExpectFlatAtEachReplica(config.layout, Pull(loader, 5), flat, "resumed at tp=4,dp=2");
+}
+
+TEST_F(LayoutTest, SetWeightsReachesEveryMember) {
+  const std::map<std::string, double> weights = {{"a", 1}, {"b", 3}};
+  const auto run = [&](Loader& loader) {
+    Encoded out = Pull(loader, 3);
+    loader.SetWeights(weights);
+    for (std::string& b : Pull(loader, 4)) out.push_back(std::move(b));
+    return out;
+  };
+  const std::vector<Encoded> flat = Flat(4, [&](MPI_Comm part) {
+    Loader loader(part, Config());
+    return run(loader);
+  });
+  LoaderConfig config = Config();
+  config.layout = "tp=2,dp=4";
+  Loader loader(MPI_COMM_WORLD, config);
+  ExpectFlatAtEachReplica(config.layout, run(loader), flat, "SetWeights after step 3");
+}
+
+TEST_F(LayoutTest, LayoutsThatDoNotFitTheJobAreRefusedOnEveryRank) {
+  const auto refusal = [&](const std::function<void(LoaderConfig*)>& change) -> std::string {
+    LoaderConfig config = Config();
+    change(&config);
+    try {
+      Loader loader(MPI_COMM_WORLD, config);
+    } catch (const ConfigError& e) {
+      EXPECT_TRUE(e.collective()) << e.what();
+      return e.what();
+    }
+    return "";
+  };
+  const auto with = [](const std::string& layout) {
+    return [layout](LoaderConfig* c) { c->layout = layout; };
+  };
+  EXPECT_NE(refusal(with("tp=3,dp=2")).find("layout tp=3,dp=2,cp=1,pp=1 holds 6 ranks, the job 8"),
+            std::string::npos);
+  EXPECT_NE(refusal(with("tp=2,xp=4")).find("'xp' is not a dimension (tp, cp, dp or pp)"),
+            std::string::npos);
+  EXPECT_NE(refusal(with("tp=0,dp=8")).find("tp: '0' is not a size"), std::string::npos);
+  EXPECT_NE(refusal(with("tp=2,tp=2,dp=2")).find("tp is given twice"), std::string::npos);
+  EXPECT_NE(refusal([&](LoaderConfig* c) {
+              c->layout = comm_.rank() == 0 ? "tp=2,dp=4" : "dp=8";
+            }).find("layout: dp=8 on ranks 1-7; tp=2,dp=4 on rank 0"),
+            std::string::npos);
+  EXPECT_NE(refusal([](LoaderConfig* c) {
+              c->data_parallel_comm = MPI_COMM_WORLD;
+              c->replica_comm = MPI_COMM_WORLD;
+            }).find("do not make a job of 8 ranks"),
+            std::string::npos);
+  EXPECT_NE(refusal([](LoaderConfig* c) {
+              c->data_parallel_comm = MPI_COMM_WORLD;
+            }).find("data_parallel_comm and replica_comm go together"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace stoker
