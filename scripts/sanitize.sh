@@ -10,9 +10,10 @@
 #       the read queue's engines: reader threads and io_uring).
 # Each: configure (scripts/sanitizer_build.sh: STOKER_SANITIZE, no libtorch, no benchmarks; the
 # ASan build with clang, as it also holds the fuzz targets of scripts/fuzz.sh), build only the
-# test targets it runs, run them with ctest -j2. Any sanitizer report fails its test: the runtime
-# options (STOKER_SANITIZER_ENV in the top-level CMakeLists.txt) make the process exit non-zero,
-# and tests/sanitizers/*.supp only name uninstrumented libraries (Open MPI's), never stoker code.
+# test targets it runs, run them with ctest at one test more than the cores, as the main ctest.
+# Any sanitizer report fails its test: the runtime options (STOKER_SANITIZER_ENV in the top-level
+# CMakeLists.txt) make the process exit non-zero, and tests/sanitizers/*.supp only name
+# uninstrumented libraries (Open MPI's), never stoker code.
 # STOKER_ASAN_BUILD_DIR / STOKER_TSAN_BUILD_DIR choose other build folders.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -83,4 +84,4 @@ while IFS= read -r assignment; do
   export "${assignment?}"
 done < <(sed -n 's/^STOKER_SANITIZER_ENV:INTERNAL=//p' "$build_dir/CMakeCache.txt" | tr ';' '\n')
 stoker_stage "sanitize[$kind]: test" \
-  ctest --test-dir "$build_dir" --output-on-failure -j 2 -R "$tests" -E "$exclude" "$@"
+  ctest --test-dir "$build_dir" --output-on-failure -j "$(($(stoker_cores) + 1))" -R "$tests" -E "$exclude" "$@"

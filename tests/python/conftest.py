@@ -13,6 +13,12 @@ import stoker
 
 WORLD = MPI.COMM_WORLD
 
+# Tests of a plain process of their own, not a rank of the job (a forked loader, Ctrl-C, the
+# README's lines): the job's size changes nothing in them, so they run once per test command,
+# on rank 0 of the job at 2 ranks (python.loader.np2, the one of the quick tier).
+once = pytest.mark.skipif(WORLD.size != 2 or WORLD.rank != 0,
+                          reason="a process of its own: run by rank 0 of the job at 2 ranks")
+
 
 @pytest.fixture
 def corpus() -> str:

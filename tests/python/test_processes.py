@@ -1,7 +1,7 @@
 """The loader in a process of its own (scenarios.py), where storage is slowed down or made to
 fail through STOKER_FAULTS: Ctrl-C during a stalled next(), set_weights from another thread
 during one, forked children, saves that wait without the GIL, a failed save that nobody waited
-for. Each runs once per job, on rank 0, as a plain process outside the job."""
+for. Each runs as a plain process outside the job, once per test command (conftest.once)."""
 
 import os
 import queue
@@ -12,10 +12,9 @@ import threading
 import time
 
 import pytest
-from mpi4py import MPI
+from conftest import once
 
 SCENARIOS = os.path.join(os.path.dirname(__file__), "scenarios.py")
-only_once = pytest.mark.skipif(MPI.COMM_WORLD.rank != 0, reason="a process of its own; once")
 # The 40th read of the shards (a few batches in) sleeps for 5 s before it is made.
 STALL = "pread:.h5:40:delay=5000"
 
@@ -50,7 +49,7 @@ def lines_of(process):
     return arrived
 
 
-@only_once
+@once
 def test_ctrl_c_during_a_stalled_next_arrives_and_loses_no_batch(corpus, tmp_path):
     process = start("interrupted_next", corpus, str(tmp_path), STALL)
     arrived, sent, waiting = lines_of(process), None, None
@@ -81,7 +80,7 @@ def test_ctrl_c_during_a_stalled_next_arrives_and_loses_no_batch(corpus, tmp_pat
     assert resumed == ["resumed", str(int(saved[3]) + 1), "same"], resumed
 
 
-@only_once
+@once
 def test_set_weights_while_another_thread_waits_in_next(corpus, tmp_path):
     code, out, err = run("set_weights_during_next", corpus, str(tmp_path), STALL)
     assert code == 0, err[-2000:]
@@ -89,7 +88,7 @@ def test_set_weights_while_another_thread_waits_in_next(corpus, tmp_path):
     assert out[-1].endswith("differing []"), out
 
 
-@only_once
+@once
 def test_a_loader_in_a_forked_process_raises_at_once(corpus, tmp_path):
     code, out, err = run("forked_children", corpus, str(tmp_path), "")
     assert code == 0, err[-2000:]
@@ -101,7 +100,7 @@ def test_a_loader_in_a_forked_process_raises_at_once(corpus, tmp_path):
     assert out[3] == "parent goes on at step 1", out
 
 
-@only_once
+@once
 def test_save_waits_for_the_previous_write_without_the_gil(corpus, tmp_path):
     code, out, err = run("save_waits_without_the_gil", corpus, str(tmp_path),
                          "fsync:.ckpt:*:delay=1500")
@@ -112,7 +111,7 @@ def test_save_waits_for_the_previous_write_without_the_gil(corpus, tmp_path):
     assert float(words[3]) > 0.35, out
 
 
-@only_once
+@once
 def test_a_failed_save_nobody_waited_for_makes_the_exit_code_1(corpus, tmp_path):
     code, out, err = run("unseen_failed_save", corpus, str(tmp_path), "fsync:.ckpt:1")
     assert out == ["saved, exiting"], out
@@ -120,7 +119,7 @@ def test_a_failed_save_nobody_waited_for_makes_the_exit_code_1(corpus, tmp_path)
     assert "the save of step 3 into" in err and "fsync" in err, err[-2000:]
 
 
-@only_once
+@once
 def test_state_dict_never_names_a_failed_save(corpus, tmp_path):
     code, out, err = run("state_dict_of_a_failed_save", corpus, str(tmp_path), "fsync:.ckpt:1")
     assert len(out) == 2, (out, err[-2000:])

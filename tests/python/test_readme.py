@@ -5,11 +5,9 @@ import os
 import re
 import subprocess
 
-import pytest
-from mpi4py import MPI
+from conftest import once
 
 ROOT = os.environ["STOKER_SOURCE"]
-only_once = pytest.mark.skipif(MPI.COMM_WORLD.rank != 0, reason="a process of its own; once")
 
 
 def read(*path):
@@ -22,7 +20,7 @@ def readme_python_lines():
     return section.split("```python\n", 1)[1].split("```", 1)[0]
 
 
-@only_once
+@once
 def test_the_main_command_builds_the_python_package():
     main = read("scripts", "main.sh")
     built = re.search(r'STOKER_BUILD_TARGETS="([^"]*)" scripts/build.sh', main)
@@ -30,7 +28,7 @@ def test_the_main_command_builds_the_python_package():
     assert package.group(1) in built.group(1).split(), built.group(0)
 
 
-@only_once
+@once
 def test_the_readmes_python_lines_run_as_written(tmp_path):
     """In a folder holding a `corpus` of the README's datasets, with `model` and `train_step`
     (the reader's own) defined: 1000 steps, the README's save at step 1000, then the end."""

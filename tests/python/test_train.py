@@ -5,11 +5,9 @@ import os
 import subprocess
 import sys
 
-import pytest
 import torch
-from mpi4py import MPI
 
-from conftest import agree, loader
+from conftest import agree, loader, once
 
 TRAIN = os.path.join(os.environ["STOKER_SOURCE"], "src", "train")
 sys.path.insert(0, TRAIN)
@@ -53,7 +51,7 @@ def _check(*flags):
                           env=env, capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.skipif(MPI.COMM_WORLD.rank != 0, reason="a process without MPI; once per job")
+@once
 def test_check_names_each_wrong_setting_and_runs_no_mpi(corpus):
     bad = _check("--data", corpus, "--steps", "0", "--seq-len", "0", "--heads", "3",
                  "--weights", "a=x", "--resume")
