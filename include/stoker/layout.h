@@ -15,6 +15,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace stoker {
@@ -65,7 +66,8 @@ enum class ReplicaFeed {
   // Every member reads the same batches itself: no communication, more reads.
   kReadEach,
 };
-const char* ReplicaFeedName(ReplicaFeed feed);                     // "broadcast", "read"
-bool ParseReplicaFeed(const std::string& text, ReplicaFeed* out);  // false when unknown
+std::string_view ReplicaFeedName(ReplicaFeed feed);  // "broadcast", "read"
+// The feed of a name ReplicaFeedName gives; ConfigError naming the choices for any other text.
+ReplicaFeed ParseReplicaFeed(std::string_view text);
 
 }  // namespace stoker

@@ -45,6 +45,23 @@ std::string ShareRunId(const mpi::Comm& comm) {
   return run;
 }
 
+// While the other members of a replica set up, what they would log repeats what its first rank
+// logs (a data-parallel group's rank 0 logs for its group): they log errors only.
+class QuietMembers {
+ public:
+  explicit QuietMembers(const ReplicaGroups& groups) : before_(spdlog::get_level()) {
+    if (groups.replica && groups.replica->rank() != 0) {
+      spdlog::set_level(std::max(before_, spdlog::level::err));
+    }
+  }
+  ~QuietMembers() { spdlog::set_level(before_); }
+  QuietMembers(const QuietMembers&) = delete;
+  QuietMembers& operator=(const QuietMembers&) = delete;
+
+ private:
+  const spdlog::level::level_enum before_;
+};
+
 }  // namespace
 
 // The ranks of a replica group after its first (stoker/layout.h) read nothing in the broadcast
@@ -285,6 +302,7 @@ Loader::Loader(MPI_Comm comm, const LoaderConfig& config) {
     return;
   }
   ReplicaGroups groups = ResolveReplicaGroups(job, config);
+  const QuietMembers quiet(groups);
   mpi::FailTogether(job, [&] { impl_ = std::make_unique<Impl>(std::move(groups), config); });
 }
 // In a forked child the threads the destructor would join and the communicator it would free

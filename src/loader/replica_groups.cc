@@ -57,7 +57,7 @@ ReplicaGroups ResolveReplicaGroups(const mpi::Comm& comm, const LoaderConfig& co
   const bool given = config.data_parallel_comm != MPI_COMM_NULL;
   mpi::RequireAgreement(comm,
                         {{"layout", given ? "the communicators given" : config.layout},
-                         {"replica_feed", ReplicaFeedName(config.replica_feed)}},
+                         {"replica_feed", std::string(ReplicaFeedName(config.replica_feed))}},
                         "the ranks describe the parallel layout otherwise");
   ReplicaGroups groups{.data_parallel = mpi::Comm(comm.get()), .replica = {}};
   if (given) {

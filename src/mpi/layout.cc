@@ -123,19 +123,15 @@ LayoutComms MakeLayoutComms(MPI_Comm comm, const ParallelLayout& layout) {
   return out;
 }
 
-const char* ReplicaFeedName(ReplicaFeed feed) {
+std::string_view ReplicaFeedName(ReplicaFeed feed) {
   return feed == ReplicaFeed::kBroadcast ? "broadcast" : "read";
 }
 
-bool ParseReplicaFeed(const std::string& text, ReplicaFeed* out) {
-  if (text == "broadcast") {
-    *out = ReplicaFeed::kBroadcast;
-  } else if (text == "read") {
-    *out = ReplicaFeed::kReadEach;
-  } else {
-    return false;
+ReplicaFeed ParseReplicaFeed(std::string_view text) {
+  for (const ReplicaFeed feed : {ReplicaFeed::kBroadcast, ReplicaFeed::kReadEach}) {
+    if (text == ReplicaFeedName(feed)) return feed;
   }
-  return true;
+  throw ConfigError(fmt::format("replica feed '{}': broadcast or read", text));
 }
 
 }  // namespace stoker

@@ -7,8 +7,10 @@
 #include <optional>
 #include <type_traits>
 
+#include "py_loader.h"
 #include "stoker/error.h"
 #include "stoker/io_engine.h"
+#include "stoker/layout.h"
 #include "stoker/loader.h"
 
 namespace stoker::python {
@@ -180,6 +182,13 @@ void BindConfig(py::module_& m) {
   NumberField(c, "max_memory_bytes", &LoaderConfig::max_memory_bytes);
   NamedField(c, "io_engine", &LoaderConfig::io_engine, IoEngineName, ParseIoEngine);
   NamedField(c, "direct_io", &LoaderConfig::direct_io, DirectIoName, ParseDirectIo);
+  TextField(c, "layout", &LoaderConfig::layout);
+  NamedField(c, "replica_feed", &LoaderConfig::replica_feed, ReplicaFeedName, ParseReplicaFeed);
+  // A trainer's own groups (stoker/layout.h), as mpi4py's Fortran handles (Comm.py2f()).
+  c.def("set_layout_comms", [](LoaderConfig& self, int64_t data_parallel, int64_t replica) {
+    self.data_parallel_comm = CommOf(data_parallel);
+    self.replica_comm = CommOf(replica);
+  });
   c.def("set_boundaries", &SetBoundaries);
   c.def("problems", &LoaderConfig::Problems);
 }

@@ -30,6 +30,7 @@
 #include "settings_binding.h"
 #include "stoker/checkpoint.h"
 #include "stoker/error.h"
+#include "stoker/layout.h"
 #include "stoker/loader.h"
 #include "stoker/program/log.h"
 #include "stoker/weights.h"
@@ -116,6 +117,12 @@ void BindFunctions(py::module_& m) {
         [](const std::string& text) { return ScheduleToPython(ParseWeightSchedule(text)); });
   m.def("weight_schedule_argument",
         [](const std::string& value) { return ScheduleToPython(WeightScheduleArgument(value)); });
+  // The groups of a layout (stoker/layout.h) as Fortran handles, for mpi4py's Comm.f2py.
+  m.def("layout_comms", [](int64_t comm, const std::string& layout) {
+    const LayoutComms made = MakeLayoutComms(CommOf(comm), ParseLayout(layout));
+    return std::pair<int64_t, int64_t>(MPI_Comm_c2f(made.data_parallel),
+                                       MPI_Comm_c2f(made.replica));
+  });
   m.def(
       "find_resume_step",
       [](int64_t comm, const std::string& dir, const std::vector<std::string>& required) {

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 import weakref
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from mpi4py import MPI
 
@@ -26,6 +26,21 @@ _STATE_FORMAT = "stoker.loader/1"
 def _handle(comm: Optional[MPI.Comm]) -> int:
     """The Fortran handle of an mpi4py communicator (the world by default)."""
     return (comm if comm is not None else MPI.COMM_WORLD).py2f()
+
+
+def _handle_or_null(comm: Optional[MPI.Comm]) -> int:
+    """The Fortran handle of an mpi4py communicator, MPI_COMM_NULL's for None."""
+    return (comm if comm is not None else MPI.COMM_NULL).py2f()
+
+
+def layout_comms(layout: str, comm: Optional[MPI.Comm] = None) -> Tuple[MPI.Comm, MPI.Comm]:
+    """This rank's data-parallel group and replica group of a parallel layout (``layout`` of
+    ``Loader``) over ``comm`` (default the world), as mpi4py communicators the caller frees
+    (``Free()``): for a trainer that has no groups of its own yet, to average gradients over the
+    data-parallel group and to pass both to ``Loader``. Collective; ``ConfigError`` on every rank
+    for a layout that does not parse or whose sizes' product is not the size of ``comm``."""
+    data_parallel, replica = _stoker.layout_comms(_handle(comm), str(layout))
+    return MPI.Comm.f2py(data_parallel), MPI.Comm.f2py(replica)
 
 
 class Loader:
@@ -81,6 +96,16 @@ class Loader:
     so that first ``next()`` is collective. The defaults are the C++ loader's, written once in
     include/stoker/loader.h (``stoker.LoaderConfig()`` shows them).
 
+    Parallel layouts. In a job that splits its model (tensor, context, pipeline parallel), only
+    the data-parallel dimension takes different data: ``layout="tp=2,cp=2,dp=4,pp=2"`` (sizes in
+    rank order, the first varying fastest, as Megatron numbers ranks; names left out have size 1)
+    makes every rank of one model replica hold the same batches, its data-parallel rank's.
+    ``data_parallel_comm`` and ``replica_comm`` give a trainer's own groups instead (both;
+    ``layout_comms`` makes them). ``replica_feed``: "broadcast" (the replica's first rank reads
+    and broadcasts each batch a step ahead) or "read" (every member reads the same batches
+    itself). ``comm`` is then the whole job, and a save writes one file per data-parallel rank
+    (docs/loader.md, "Parallel layouts").
+
     A setting of the wrong type or out of range (``seq_len=-1``, ``seq_len=True``,
     ``boundaries="no"``, ``eos_id=2**63``) is a ``ConfigError`` naming it, as is a value the
     loader refuses (``seq_len=0``, ``bos_id`` equal to the EOS id).
@@ -106,7 +131,9 @@ class Loader:
                  boundaries: bool = False, positions: str = "restart",
                  io_depth: Union[int, str] = "auto", io_engine: str = _DEFAULT.io_engine,
                  direct_io: str = _DEFAULT.direct_io, read_ahead_bytes: Optional[int] = None,
-                 offset_cache_bytes: Optional[int] = None, trace_dir: Optional[str] = None
+                 offset_cache_bytes: Optional[int] = None, trace_dir: Optional[str] = None,
+                 layout: Optional[str] = None, data_parallel_comm: Optional[MPI.Comm] = None,
+                 replica_comm: Optional[MPI.Comm] = None, replica_feed: str = "broadcast"
                  ) -> None:
         config = _make_config(
             data, weights=weights, weight_schedule=weight_schedule, seq_len=seq_len,
@@ -114,8 +141,14 @@ class Loader:
             logical_shards=logical_shards, eos_id=eos_id, bos_id=bos_id, prefetch=prefetch,
             boundaries=boundaries, positions=positions, io_depth=io_depth, io_engine=io_engine,
             direct_io=direct_io, read_ahead_bytes=read_ahead_bytes,
-            offset_cache_bytes=offset_cache_bytes)
+            offset_cache_bytes=offset_cache_bytes, layout=layout, replica_feed=replica_feed)
         config.resume_from = str(resume_from or "")
+        if data_parallel_comm is not None or replica_comm is not None:
+            config.set_layout_comms(_handle_or_null(data_parallel_comm),
+                                    _handle_or_null(replica_comm))
+        if trace_dir and (layout or data_parallel_comm is not None):
+            raise _stoker.ConfigError("trace_dir with a parallel layout is not supported yet: trace a "
+                              "job without one")
         self._open(config, comm, str(trace_dir or ""))
 
     def _open(self, config: "_stoker.LoaderConfig", comm: Optional[MPI.Comm],
