@@ -92,6 +92,16 @@ struct Batch {
   std::vector<uint64_t> dataset_tokens;  // per dataset (corpus order): tokens in this batch
   std::vector<DocPiece> pieces;          // what the rows are made of, row after row
   Boundaries boundaries;                 // as LoaderConfig::boundaries asks
+
+  // Context parallelism (a layout with cp > 1, stoker/layout.h): this rank's part of each row,
+  // for causal attention balanced over the ranks. A row's inputs are cut into 2 x cp chunks of
+  // seq_len / (2 x cp) tokens, and the rank at cp coordinate c takes chunks c and 2 x cp - 1 - c:
+  // `inputs` holds them, rows x seq_len / cp tokens, and `labels` the label of each. The
+  // per-token boundary fields (position_ids, segment_ids, loss_mask) are then sliced the same
+  // way; cu_seqlens and max_seqlen stay those of the whole rows, and `tokens` holds the whole
+  // rows. Both empty without context parallelism.
+  std::vector<int64_t> inputs;
+  std::vector<int64_t> labels;
 };
 
 }  // namespace stoker

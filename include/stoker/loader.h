@@ -92,6 +92,9 @@ struct LoaderConfig {
   std::string layout;
   MPI_Comm data_parallel_comm = MPI_COMM_NULL;
   MPI_Comm replica_comm = MPI_COMM_NULL;
+  // With the two communicators: this rank's context-parallel group, for context parallelism
+  // (Batch::inputs); none: cp 1. A layout gives cp itself. seq_len must be a multiple of 2 x cp.
+  MPI_Comm context_parallel_comm = MPI_COMM_NULL;
   ReplicaFeed replica_feed = ReplicaFeed::kBroadcast;  // how a replica's members get batches
 
   // Every problem of the configuration that can be seen without the corpus, one line each:

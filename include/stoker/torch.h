@@ -28,9 +28,20 @@ struct TensorBatch {
   at::Tensor segment_ids;   // int32 [batch_size, seq_len], 1-based in each row
   at::Tensor loss_mask;     // float32 [batch_size, seq_len], 0 on labels that cross documents
 
-  // Views, no copies: inputs are the rows without their last token, labels without their first.
-  at::Tensor inputs() const { return tokens.narrow(1, 0, tokens.size(1) - 1); }
-  at::Tensor labels() const { return tokens.narrow(1, 1, tokens.size(1) - 1); }
+  // Context parallelism (Batch::inputs): this rank's part of each row's inputs and their labels,
+  // int64 [batch_size, seq_len / cp]; undefined without it. The boundary fields above are then
+  // [batch_size, seq_len / cp] too (cu_seqlens stays the whole rows').
+  at::Tensor context_inputs;
+  at::Tensor context_labels;
+
+  // The model's inputs and labels: views of `tokens` (no copies), the rows without their last
+  // token and without their first; under context parallelism this rank's part of them.
+  at::Tensor inputs() const {
+    return context_inputs.defined() ? context_inputs : tokens.narrow(1, 0, tokens.size(1) - 1);
+  }
+  at::Tensor labels() const {
+    return context_labels.defined() ? context_labels : tokens.narrow(1, 1, tokens.size(1) - 1);
+  }
 };
 
 TensorBatch ToTensors(Batch&& batch);

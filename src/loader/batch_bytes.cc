@@ -36,6 +36,8 @@ std::string EncodeBatch(const Batch& batch) {
   out.Put(b.max_seqlen);
   out.PutArray(b.segment_ids);
   out.PutArray(b.loss_mask);
+  out.PutArray(batch.inputs);
+  out.PutArray(batch.labels);
   return out.Take();
 }
 
@@ -64,6 +66,8 @@ Batch DecodeBatch(std::string_view bytes) {
   b.max_seqlen = in.Get<int32_t>();
   b.segment_ids = in.GetArray<int32_t>();
   b.loss_mask = in.GetArray<float>();
+  batch.inputs = in.GetArray<int64_t>();
+  batch.labels = in.GetArray<int64_t>();
   STOKER_ASSERT(in.done(), "an encoded batch has bytes beyond its end");
   return batch;
 }

@@ -14,6 +14,7 @@
 #include "checkpoint/restore.h"
 #include "checkpoint/run_id.h"
 #include "loader/batch_stream.h"
+#include "loader/context_split.h"
 #include "loader/loader_setup.h"
 #include "loader/replica_broadcast.h"
 #include "loader/replica_groups.h"
@@ -101,6 +102,7 @@ class Loader::Impl {
   mpi::Comm comm_;                    // the data-parallel group
   std::optional<mpi::Comm> replica_;  // in a layout, this rank's replica group
   const int replica_rank_;
+  const int context_size_, context_rank_;        // context parallelism (Batch::inputs)
   std::unique_ptr<ReplicaBroadcast> broadcast_;  // ReplicaFeed::kBroadcast in a layout
   LoaderConfig config_;
   LoaderSetup setup_;      // its planner's schedule changes with SetWeights
@@ -118,6 +120,8 @@ Loader::Impl::Impl(ReplicaGroups groups, const LoaderConfig& config)
     : comm_(std::move(groups.data_parallel)),
       replica_(std::move(groups.replica)),
       replica_rank_(replica_ ? replica_->rank() : 0),
+      context_size_(groups.context_size),
+      context_rank_(groups.context_rank),
       broadcast_(replica_ && config.replica_feed == ReplicaFeed::kBroadcast
                      ? std::make_unique<ReplicaBroadcast>(replica_->get())
                      : nullptr),
@@ -227,6 +231,7 @@ std::optional<Batch> Loader::Impl::Deliver(BatchStream::Ready ready) {
   } else {
     delivered_.step = ready.batch.step;
   }
+  SplitForContext(context_size_, context_rank_, &ready.batch);
   return std::move(ready.batch);
 }
 

@@ -67,14 +67,29 @@ ReplicaGroups ResolveReplicaGroups(const mpi::Comm& comm, const LoaderConfig& co
     mpi::FailTogether(comm, [&] {
       if (!problem.empty()) throw ConfigError(problem);
     });
+    if (config.context_parallel_comm != MPI_COMM_NULL) {
+      const mpi::Comm context(config.context_parallel_comm);
+      groups.context_size = context.size();
+      groups.context_rank = context.rank();
+    }
   } else {
     ParallelLayout layout;
     mpi::FailTogether(comm, [&] { layout = ParseLayout(config.layout); });
+    groups.context_size = layout.Size("cp");
+    groups.context_rank = layout.Coordinate(comm.rank(), "cp");
     LayoutComms made = MakeLayoutComms(comm.get(), layout);
     const UniqueHandle<mpi::CommTraits> data_parallel(made.data_parallel), replica(made.replica);
     groups.data_parallel = mpi::Comm(made.data_parallel);
     groups.replica.emplace(made.replica);
   }
+  mpi::FailTogether(comm, [&] {
+    const uint64_t parts = 2 * static_cast<uint64_t>(groups.context_size);
+    if (config.seq_len % parts == 0) return;
+    throw ConfigError(fmt::format(
+        "seq_len {} is not a multiple of 2 x cp = {}: context parallelism cuts each row into 2 x "
+        "cp chunks of equal length (cp {})",
+        config.seq_len, parts, groups.context_size));
+  });
   // A replica's members hold one batch: in every feed they must ask for the same rows.
   mpi::RequireAgreement(*groups.replica, {{"batch_size", std::to_string(config.batch_size)}},
                         "the ranks of one replica ask for batches of other sizes");

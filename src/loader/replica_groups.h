@@ -13,6 +13,8 @@ namespace stoker {
 struct ReplicaGroups {
   mpi::Comm data_parallel;
   std::optional<mpi::Comm> replica;  // none without a layout: every rank a replica of its own
+  int context_size = 1;              // context parallelism (Batch::inputs): cp, and this rank's
+  int context_rank = 0;              // cp coordinate
 };
 
 // Whether `config` gives a layout or its communicators.
@@ -24,7 +26,7 @@ bool HasLayout(const LoaderConfig& config);
 // communicators that are not the groups of a layout of `comm` (sizes whose product is not the
 // job's, members of a replica at other data-parallel ranks, members of a data-parallel group at
 // other places in their replicas), ranks that give another layout, replica feed or, within a
-// replica, batch size.
+// replica, batch size; a seq_len that 2 x cp does not divide.
 ReplicaGroups ResolveReplicaGroups(const mpi::Comm& comm, const LoaderConfig& config);
 
 }  // namespace stoker

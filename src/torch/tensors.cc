@@ -1,5 +1,6 @@
 #include <ATen/ops/from_blob.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "stoker/torch.h"
@@ -31,16 +32,22 @@ TensorBatch ToTensors(Batch&& batch) {
   const auto rows = static_cast<int64_t>(batch.rows);
   const auto row_tokens = static_cast<int64_t>(batch.row_tokens);
   Boundaries& b = batch.boundaries;
+  // Per input token: the whole row's inputs, or this rank's part of them (context parallelism).
+  const int64_t per_row =
+      batch.inputs.empty() ? row_tokens - 1
+                           : static_cast<int64_t>(batch.inputs.size()) / std::max<int64_t>(rows, 1);
   TensorBatch out;
+  out.context_inputs = TensorOf(std::move(batch.inputs), {rows, per_row});
+  out.context_labels = TensorOf(std::move(batch.labels), {rows, per_row});
   out.tokens = TensorOf(std::move(batch.tokens), {rows, row_tokens});
   out.step = batch.step;
   out.dataset_tokens = std::move(batch.dataset_tokens);
-  out.position_ids = TensorOf(std::move(b.position_ids), {rows, row_tokens - 1});
+  out.position_ids = TensorOf(std::move(b.position_ids), {rows, per_row});
   const auto offsets = static_cast<int64_t>(b.cu_seqlens.size());
   out.cu_seqlens = TensorOf(std::move(b.cu_seqlens), {offsets});
   out.max_seqlen = b.max_seqlen;
-  out.segment_ids = TensorOf(std::move(b.segment_ids), {rows, row_tokens - 1});
-  out.loss_mask = TensorOf(std::move(b.loss_mask), {rows, row_tokens - 1});
+  out.segment_ids = TensorOf(std::move(b.segment_ids), {rows, per_row});
+  out.loss_mask = TensorOf(std::move(b.loss_mask), {rows, per_row});
   return out;
 }
 

@@ -2,10 +2,11 @@
 // tp 4, by broadcast and read by every member, every rank holds, byte for byte at every step,
 // the batches of a flat job of the data-parallel size at the rank of its dp coordinate (so
 // every member of a replica holds the same batch, and the readers together are the flat
-// stream); the communicators of MakeLayoutComms given instead of the layout do the same; a save
-// under one layout holds one file per data-parallel rank and resumes under another as the flat
-// job's rescale does; SetWeights reaches every member; layouts that do not fit the job, and
-// ranks that describe it otherwise, are refused on every rank.
+// stream), and under context parallelism each rank its part of every row; the communicators of
+// MakeLayoutComms given instead of the layout do the same; a save under one layout holds one file
+// per data-parallel rank and resumes under another as the flat job's rescale does; SetWeights
+// reaches every member; layouts that do not fit the job, and ranks that describe it otherwise, are
+// refused on every rank.
 #include "stoker/layout.h"
 
 #include <fmt/format.h>
@@ -20,6 +21,7 @@
 #include "base/bytes.h"
 #include "common/test_support.h"
 #include "loader/batch_bytes.h"
+#include "loader/context_split.h"
 #include "mpi/comm.h"
 #include "stoker/error.h"
 #include "stoker/loader.h"
@@ -58,7 +60,7 @@ class LayoutTest : public ::testing::Test {
   LoaderConfig Config() const {
     LoaderConfig config;
     config.data = dir_ / "corpus";
-    config.seq_len = 31;
+    config.seq_len = 32;  // a multiple of 2 x cp
     config.batch_size = 2;
     config.seed = 3;
     config.logical_shards = 16;
@@ -87,7 +89,9 @@ class LayoutTest : public ::testing::Test {
     all.resize(dp);
     return all;
   }
-  // Expects every rank's `got` to be what `flat` holds at its dp coordinate in `layout`.
+  // Expects every rank's `got` to be what `flat` holds at its dp coordinate in `layout`, and
+  // under context parallelism its part of that (SplitForContext at its cp coordinate: every
+  // field of the whole batch, its inputs and labels, and its part of the per-token fields).
   void ExpectFlatAtEachReplica(const std::string& layout, const Encoded& got,
                                const std::vector<Encoded>& flat, const std::string& what) const {
     const ParallelLayout parsed = ParseLayout(layout);
@@ -96,7 +100,9 @@ class LayoutTest : public ::testing::Test {
       const int d = parsed.Replica(r);
       ASSERT_EQ(all[r].size(), flat[d].size()) << what << ", rank " << r;
       for (size_t s = 0; s < flat[d].size(); ++s) {
-        EXPECT_TRUE(all[r][s] == flat[d][s])
+        Batch want = DecodeBatch(flat[d][s]);
+        SplitForContext(parsed.Size("cp"), parsed.Coordinate(r, "cp"), &want);
+        EXPECT_TRUE(all[r][s] == EncodeBatch(want))
             << what << ": rank " << r << " (dp " << d << ") at batch " << s + 1
             << " differs from the flat job's";
       }
@@ -234,6 +240,11 @@ TEST_F(LayoutTest, LayoutsThatDoNotFitTheJobAreRefusedOnEveryRank) {
               c->data_parallel_comm = MPI_COMM_WORLD;
               c->replica_comm = MPI_COMM_WORLD;
             }).find("do not make a job of 8 ranks"),
+            std::string::npos);
+  EXPECT_NE(refusal([](LoaderConfig* c) {
+              c->layout = "cp=4,dp=2";
+              c->seq_len = 36;
+            }).find("seq_len 36 is not a multiple of 2 x cp = 8"),
             std::string::npos);
   EXPECT_NE(refusal([](LoaderConfig* c) {
               c->data_parallel_comm = MPI_COMM_WORLD;
