@@ -26,9 +26,16 @@ struct ParallelLayout {
     int size = 1;
   };
   // Every dimension, in rank order: the first varies fastest. Names not given have size 1 and
-  // come last, in Megatron's order (tp, cp, dp, pp).
+  // come last, in Megatron's order (tp, cp, pp), but dp: left out, it is the rest of the job
+  // (Fit), placed where Megatron places it, just before pp.
   std::vector<Dimension> dimensions;
 
+  // This layout over a job of `world` ranks: with dp given, itself when its sizes' product is
+  // `world`; with dp left out, dp = world / (tp x cp x pp). ConfigError naming the sizes and the
+  // job when the layout does not fit.
+  ParallelLayout Fit(long long world) const;
+
+  bool Holds(const std::string& name) const;
   int Size(const std::string& name) const;  // 1 for a name the layout does not hold
   long long World() const;                  // the product of the sizes
   // This rank's coordinate along `name` (0 <= c < Size(name)).
@@ -42,7 +49,8 @@ struct ParallelLayout {
 };
 
 // Parses "tp=2,cp=2,dp=4,pp=2": names tp, cp, dp and pp, each at most once, each a size of at
-// least 1; the order given is the rank order. ConfigError naming what is wrong: an unknown name
+// least 1; the order given is the rank order; dp may be left out ("tp=2,pp=2": the rest of the
+// job, ParallelLayout::Fit). ConfigError naming what is wrong: an unknown name
 // (and the names known), a size that is not a whole number of at least 1, a name given twice.
 ParallelLayout ParseLayout(const std::string& text);
 
@@ -54,8 +62,8 @@ struct LayoutComms {
   MPI_Comm replica = MPI_COMM_NULL;
 };
 
-// Collective over `comm`. ConfigError on every rank when the layout does not fit the world (its
-// sizes' product is not the size of `comm`), naming the sizes and the world.
+// Collective over `comm`. ConfigError on every rank when the layout does not fit the world
+// (ParallelLayout::Fit), naming the sizes and the world.
 LayoutComms MakeLayoutComms(MPI_Comm comm, const ParallelLayout& layout);
 
 // How the members of a replica group get their batches (LoaderConfig::replica_feed).

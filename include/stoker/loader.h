@@ -167,8 +167,12 @@ class Loader {
   WeightSchedule schedule() const;
   int64_t eos_id() const;
   std::optional<int64_t> bos_id() const;
+  // The data-parallel rank and size (in a layout, LoaderConfig::layout; else the communicator's).
   int rank() const;
   int world_size() const;
+  // Whether this rank is the first of its replica (in a layout): the one that writes its
+  // data-parallel rank's checkpoint file and piece trace. True without a layout.
+  bool replica_first() const;
 
  private:
   class Impl;

@@ -58,10 +58,13 @@ class PieceTraceWriter {
   double clock_written_ = 0;      // UTC seconds: what run.clock holds
 };
 
-// Collective over `comm`: rank 0 prepares TRACE_DIR for a run from `start_step` (creates it,
-// removes the runs it supersedes), then every rank opens its writer into `writer`; a failure on
-// any rank fails all of them together.
-void OpenPieceTrace(MPI_Comm comm, const std::string& trace_dir, uint64_t start_step,
-                    std::optional<PieceTraceWriter>* writer);
+// Collective over `comm`, the ranks of `loader`'s job: rank 0 prepares TRACE_DIR for a run from
+// `start_step` (creates it, removes the runs it supersedes), then every rank that writes
+// `loader`'s state opens its writer into `writer`, named by its data-parallel rank and size
+// (in a parallel layout the replica's first rank: one trace per data-parallel rank, as a job
+// without a layout would write; the others get none); a failure on any rank fails all of them
+// together.
+void OpenPieceTrace(MPI_Comm comm, const Loader& loader, const std::string& trace_dir,
+                    uint64_t start_step, std::optional<PieceTraceWriter>* writer);
 
 }  // namespace stoker

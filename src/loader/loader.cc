@@ -84,12 +84,11 @@ class Loader::Impl {
   const RankState& delivered() const { return delivered_; }
   int rank() const { return comm_.rank(); }
   int size() const { return comm_.size(); }
+  bool saves() const { return replica_rank_ == 0; }
 
  private:
-  // Whether this rank reads its batches (every rank but a broadcast's receivers), and whether
-  // it writes its data-parallel rank's file at a save (one member of each replica).
+  // Whether this rank reads its batches (every rank but a broadcast's receivers).
   bool reads() const { return !broadcast_ || broadcast_->reader(); }
-  bool saves() const { return replica_rank_ == 0; }
   std::optional<BatchStream::Ready> TakeReady(std::chrono::milliseconds timeout);
   std::unique_ptr<BatchStream> MakeStream() const;
   OrderIdentity Identity() const;
@@ -302,11 +301,11 @@ void Loader::Impl::SetWeights(const std::map<std::string, double>& weights) {
 // the outcome, so that no group goes on while another failed.
 Loader::Loader(MPI_Comm comm, const LoaderConfig& config) {
   const mpi::Comm job(comm);
-  if (!HasLayout(config)) {
-    impl_ = std::make_unique<Impl>(ResolveReplicaGroups(job, config), config);
+  ReplicaGroups groups = ResolveReplicaGroups(job, config);
+  if (!groups.replica) {
+    impl_ = std::make_unique<Impl>(std::move(groups), config);
     return;
   }
-  ReplicaGroups groups = ResolveReplicaGroups(job, config);
   const QuietMembers quiet(groups);
   mpi::FailTogether(job, [&] { impl_ = std::make_unique<Impl>(std::move(groups), config); });
 }
@@ -357,5 +356,6 @@ int64_t Loader::eos_id() const { return impl_->setup().eos_id; }
 std::optional<int64_t> Loader::bos_id() const { return impl_->setup().bos_id; }
 int Loader::rank() const { return impl_->rank(); }
 int Loader::world_size() const { return impl_->size(); }
+bool Loader::replica_first() const { return impl_->saves(); }
 
 }  // namespace stoker

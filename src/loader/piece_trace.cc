@@ -103,21 +103,23 @@ std::optional<TraceRun> ReadRun(const std::string& dir, uint64_t start) {
 
 }  // namespace
 
-void OpenPieceTrace(const mpi::Comm& comm, const std::string& trace_dir, uint64_t start_step,
-                    std::optional<PieceTraceWriter>* writer) {
+void OpenPieceTrace(const mpi::Comm& comm, const Loader& loader, const std::string& trace_dir,
+                    uint64_t start_step, std::optional<PieceTraceWriter>* writer) {
+  const auto world = static_cast<uint64_t>(loader.world_size());
   mpi::FailTogether(comm, [&] {
-    if (comm.rank() == 0) {
-      PrepareTraceDir(trace_dir, RecordThisRun(start_step, static_cast<uint64_t>(comm.size())));
-    }
+    if (comm.rank() == 0) PrepareTraceDir(trace_dir, RecordThisRun(start_step, world));
   });
   // The exchange of outcomes above is the barrier: rank 0 is done before any rank opens a file.
-  mpi::FailTogether(comm,
-                    [&] { writer->emplace(trace_dir, start_step, comm.rank(), comm.size()); });
+  mpi::FailTogether(comm, [&] {
+    if (loader.replica_first()) {
+      writer->emplace(trace_dir, start_step, loader.rank(), loader.world_size());
+    }
+  });
 }
 
-void OpenPieceTrace(MPI_Comm comm, const std::string& trace_dir, uint64_t start_step,
-                    std::optional<PieceTraceWriter>* writer) {
-  OpenPieceTrace(mpi::Comm(comm), trace_dir, start_step, writer);
+void OpenPieceTrace(MPI_Comm comm, const Loader& loader, const std::string& trace_dir,
+                    uint64_t start_step, std::optional<PieceTraceWriter>* writer) {
+  OpenPieceTrace(mpi::Comm(comm), loader, trace_dir, start_step, writer);
 }
 
 // Refuses (IoError) a trace folder whose file system has less room than one step of traces takes,

@@ -31,8 +31,8 @@ namespace stoker {
 void PrepareTraceDir(const std::string& trace_dir, const RunRecord& run);
 
 // Collective over `comm`: stoker/trace.h's OpenPieceTrace on stoker's own communicator.
-void OpenPieceTrace(const mpi::Comm& comm, const std::string& trace_dir, uint64_t start_step,
-                    std::optional<PieceTraceWriter>* writer);
+void OpenPieceTrace(const mpi::Comm& comm, const Loader& loader, const std::string& trace_dir,
+                    uint64_t start_step, std::optional<PieceTraceWriter>* writer);
 
 // Every run under `trace_dir`, by increasing start step, each rank's records in file order (a
 // trailing partial record is dropped and its size noted in TraceRun::partial_bytes). Entries of

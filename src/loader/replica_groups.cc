@@ -13,12 +13,12 @@
 
 namespace stoker {
 
+namespace {
+
 bool HasLayout(const LoaderConfig& config) {
   return !config.layout.empty() || config.data_parallel_comm != MPI_COMM_NULL ||
          config.replica_comm != MPI_COMM_NULL;
 }
-
-namespace {
 
 // Whether every rank of `comm` gives the same `value`.
 bool SameEverywhere(const mpi::Comm& comm, uint64_t value) {
@@ -50,15 +50,19 @@ std::string CommsProblem(const mpi::Comm& comm, const mpi::Comm& dp, const mpi::
 }  // namespace
 
 ReplicaGroups ResolveReplicaGroups(const mpi::Comm& comm, const LoaderConfig& config) {
+  // First, whether there is a layout at all: ranks that went on otherwise would meet in other
+  // collectives.
+  const bool given = config.data_parallel_comm != MPI_COMM_NULL;
+  mpi::RequireAgreement(comm,
+                        {{"layout", given                   ? "the communicators given"
+                                    : config.layout.empty() ? "none"
+                                                            : config.layout},
+                         {"replica_feed", std::string(ReplicaFeedName(config.replica_feed))}},
+                        "the ranks describe the parallel layout otherwise");
   if (!HasLayout(config)) return {.data_parallel = mpi::Comm(comm.get()), .replica = {}};
   mpi::FailTogether(comm, [&] {
     if (auto problems = config.Problems(); !problems.empty()) RefuseConfiguration(problems);
   });
-  const bool given = config.data_parallel_comm != MPI_COMM_NULL;
-  mpi::RequireAgreement(comm,
-                        {{"layout", given ? "the communicators given" : config.layout},
-                         {"replica_feed", std::string(ReplicaFeedName(config.replica_feed))}},
-                        "the ranks describe the parallel layout otherwise");
   ReplicaGroups groups{.data_parallel = mpi::Comm(comm.get()), .replica = {}};
   if (given) {
     groups.data_parallel = mpi::Comm(config.data_parallel_comm);
@@ -74,7 +78,7 @@ ReplicaGroups ResolveReplicaGroups(const mpi::Comm& comm, const LoaderConfig& co
     }
   } else {
     ParallelLayout layout;
-    mpi::FailTogether(comm, [&] { layout = ParseLayout(config.layout); });
+    mpi::FailTogether(comm, [&] { layout = ParseLayout(config.layout).Fit(comm.size()); });
     groups.context_size = layout.Size("cp");
     groups.context_rank = layout.Coordinate(comm.rank(), "cp");
     LayoutComms made = MakeLayoutComms(comm.get(), layout);
@@ -84,7 +88,7 @@ ReplicaGroups ResolveReplicaGroups(const mpi::Comm& comm, const LoaderConfig& co
   }
   mpi::FailTogether(comm, [&] {
     const uint64_t parts = 2 * static_cast<uint64_t>(groups.context_size);
-    if (config.seq_len % parts == 0) return;
+    if (groups.context_size == 1 || config.seq_len % parts == 0) return;
     throw ConfigError(fmt::format(
         "seq_len {} is not a multiple of 2 x cp = {}: context parallelism cuts each row into 2 x "
         "cp chunks of equal length (cp {})",

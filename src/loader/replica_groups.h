@@ -17,10 +17,8 @@ struct ReplicaGroups {
   int context_rank = 0;              // cp coordinate
 };
 
-// Whether `config` gives a layout or its communicators.
-bool HasLayout(const LoaderConfig& config);
-
-// Collective over `comm`, the job's ranks: the groups of config.layout, or of the communicators
+// Collective over `comm`, the job's ranks (all of them, layout or not: the ranks first agree on
+// whether there is one): the groups of config.layout, or of the communicators
 // config.data_parallel_comm and config.replica_comm; without either, `comm` is the data-parallel
 // group. ConfigError on every rank together: a layout that does not parse or fit the job,
 // communicators that are not the groups of a layout of `comm` (sizes whose product is not the

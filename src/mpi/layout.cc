@@ -24,6 +24,11 @@ bool Known(const std::string& name) {
 
 }  // namespace
 
+bool ParallelLayout::Holds(const std::string& name) const {
+  return std::any_of(dimensions.begin(), dimensions.end(),
+                     [&](const Dimension& d) { return d.name == name; });
+}
+
 int ParallelLayout::Size(const std::string& name) const {
   for (const Dimension& d : dimensions) {
     if (d.name == name) return d.size;
@@ -84,8 +89,7 @@ ParallelLayout ParseLayout(const std::string& text) {
           fmt::format("{}: '{}' is not a size (a whole number of at least 1)", name, size));
       continue;
     }
-    if (std::any_of(layout.dimensions.begin(), layout.dimensions.end(),
-                    [&](const auto& d) { return d.name == name; })) {
+    if (layout.Holds(name)) {
       problems.push_back(fmt::format("{} is given twice", name));
       continue;
     }
@@ -96,22 +100,38 @@ ParallelLayout ParseLayout(const std::string& text) {
                                   text, fmt::join(problems, "; ")));
   }
   for (const char* name : kNames) {
-    if (std::none_of(layout.dimensions.begin(), layout.dimensions.end(),
-                     [&](const auto& d) { return d.name == name; })) {
-      layout.dimensions.push_back({name, 1});
-    }
+    if (std::string(name) != "dp" && !layout.Holds(name)) layout.dimensions.push_back({name, 1});
   }
   return layout;
 }
 
-LayoutComms MakeLayoutComms(MPI_Comm comm, const ParallelLayout& layout) {
-  const mpi::Comm world(comm);
-  if (layout.World() != world.size()) {
-    throw ConfigError(fmt::format("layout {} holds {} ranks, the job {}: the sizes' product must "
-                                  "be the number of ranks",
-                                  layout.Text(), layout.World(), world.size()),
+ParallelLayout ParallelLayout::Fit(long long world) const {
+  ParallelLayout fitted = *this;
+  if (!Holds("dp")) {
+    const long long others = World();
+    if (others > 0 && world % others == 0) {
+      const auto pp = std::find_if(fitted.dimensions.begin(), fitted.dimensions.end(),
+                                   [](const Dimension& d) { return d.name == "pp"; });
+      fitted.dimensions.insert(pp, {"dp", static_cast<int>(world / others)});
+      return fitted;
+    }
+    throw ConfigError(fmt::format("layout {} does not divide the job's {} ranks into "
+                                  "data-parallel replicas: tp x cp x pp = {} must divide them",
+                                  Text(), world, others),
                       /*collective=*/true);
   }
+  if (World() != world) {
+    throw ConfigError(fmt::format("layout {} holds {} ranks, the job {}: the sizes' product must "
+                                  "be the number of ranks",
+                                  Text(), World(), world),
+                      /*collective=*/true);
+  }
+  return fitted;
+}
+
+LayoutComms MakeLayoutComms(MPI_Comm comm, const ParallelLayout& given) {
+  const mpi::Comm world(comm);
+  const ParallelLayout layout = given.Fit(world.size());
   const int rank = world.rank();
   LayoutComms out;
   // Ranks of the same coordinates but dp, numbered by dp; a replica's ranks, in job order.

@@ -118,6 +118,21 @@ const Setting kData[] = {
      "give every rank a document). Ranks balance within about 1% while logical shards >= 100 x "
      "ranks. At most 16777216",
      [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->run.loader.logical_shards); }},
+    {"layout", "--layout", "LAYOUT", "", "data", kBoth, kLoader, true,
+     "The parallel layout of a job that splits its model: sizes in rank order, the first "
+     "varying fastest as Megatron numbers ranks, e.g. tp=2,cp=2,pp=2 (dp left out: the rest of "
+     "the ranks) or tp=2,cp=2,dp=4,pp=2. The ranks of one model replica (one dp coordinate) "
+     "get the same batches, each context-parallel rank its part of every row (--seq-len a "
+     "multiple of 2 x cp); step folders and traces hold a file per data-parallel rank "
+     "(docs/loader.md, \"Parallel layouts\"). Default: every rank a replica of its own",
+     [](CLI::App* a, const Setting& s, S* v) { return Maybe(a, s, v->run.loader.layout); }},
+    {"replica_feed", "--replica-feed", "REPLICA_FEED", "", "data", kBoth, kLoader, false,
+     "With --layout, how the ranks of a replica get its batches: broadcast (its first rank reads "
+     "them and broadcasts each a step ahead) or read (every rank reads them itself)",
+     [](CLI::App* a, const Setting& s, S* v) {
+       return Named(a, s, v->run.loader.replica_feed,
+                    {ReplicaFeed::kBroadcast, ReplicaFeed::kReadEach}, ReplicaFeedName);
+     }},
     {"eos_id", "--eos-id", "EOS_ID", "", "data", kBoth, kLoader, false,
      "End-of-document token appended to every document (default: the corpus's eos_id attribute, "
      "else 0)",

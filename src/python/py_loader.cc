@@ -25,16 +25,17 @@ py::dict PyLoader::Next(const TakeBatch& take) {
   std::optional<TensorBatch> batch = Locked([&] {
     const uint64_t start = loader_->step();
     std::optional<Batch> next;
-    const auto taken = [&] {
-      return take ? take(kSlice, &next) : loader_->TryNext(kSlice, &next);
-    };
+    const auto taken = [&] { return take ? take(kSlice, &next) : loader_->TryNext(kSlice, &next); };
     while (!taken()) RunSignalHandlers();
     // Taken and counted: from here to the return no signal handler runs.
     if (!next) throw InternalError("the loader's stream ended");
     ++taken_;
     if (!trace_dir_.empty()) {
-      if (!trace_) OpenPieceTrace(CommOf(comm_), trace_dir_, start, &trace_);
-      trace_->Write(*next);
+      if (!trace_opened_) {
+        OpenPieceTrace(CommOf(comm_), *loader_, trace_dir_, start, &trace_);
+        trace_opened_ = true;
+      }
+      if (trace_) trace_->Write(*next);  // in a layout, the replica's first rank writes
     }
     last_tokens_buffer_ = reinterpret_cast<uintptr_t>(next->tokens.data());
     return std::optional<TensorBatch>(ToTensors(std::move(*next)));

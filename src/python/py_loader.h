@@ -93,6 +93,7 @@ class PyLoader {
   std::recursive_timed_mutex mutex_;
   std::unique_ptr<Loader> loader_;
   std::optional<PieceTraceWriter> trace_;
+  bool trace_opened_ = false;
   uint64_t taken_ = 0;  // batches taken from this object (a Resume included)
   uintptr_t last_tokens_buffer_ = 0;
   std::optional<BatchKeys> keys_;  // made with the GIL held, on first use

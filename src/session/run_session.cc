@@ -204,7 +204,7 @@ void RunSession::Start(Loader& loader) {
   }
   s.start_step = s.saved_step = loader.step();
   if (!s.settings.trace_dir.empty()) {
-    OpenPieceTrace(s.comm.get(), s.settings.trace_dir, s.start_step, &s.trace);
+    OpenPieceTrace(s.comm.get(), loader, s.settings.trace_dir, s.start_step, &s.trace);
   }
   s.startup = Since(s.created);
   s.started = std::chrono::steady_clock::now();

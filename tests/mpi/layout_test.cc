@@ -236,6 +236,11 @@ TEST_F(LayoutTest, LayoutsThatDoNotFitTheJobAreRefusedOnEveryRank) {
               c->layout = comm_.rank() == 0 ? "tp=2,dp=4" : "dp=8";
             }).find("layout: dp=8 on ranks 1-7; tp=2,dp=4 on rank 0"),
             std::string::npos);
+  // A layout on one rank alone: refused before any rank goes on without one.
+  EXPECT_NE(refusal([&](LoaderConfig* c) {
+              c->layout = comm_.rank() == 0 ? "tp=2" : "";
+            }).find("layout: none on ranks 1-7; tp=2 on rank 0"),
+            std::string::npos);
   EXPECT_NE(refusal([](LoaderConfig* c) {
               c->data_parallel_comm = MPI_COMM_WORLD;
               c->replica_comm = MPI_COMM_WORLD;

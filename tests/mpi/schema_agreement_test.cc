@@ -62,6 +62,8 @@ class SchemaAgreementTest : public ::testing::Test {
         {"--batch-size", {"3"}},
         {"--seed", {"99"}},
         {"--logical-shards", {"32"}},
+        {"--layout", {fmt::format("dp={}", comm_.size())}},
+        {"--replica-feed", {"read"}},
         {"--eos-id", {"5"}},
         {"--bos-id", {"1"}},
         {"--prefetch", {"2"}},

@@ -1,8 +1,10 @@
 """Parallel layouts from Python at 4 ranks: with layout="tp=2,dp=2", by broadcast and read by
 every member, and with the communicators of layout_comms given instead, every rank holds the
-batches of a flat job of 2 ranks at its dp coordinate (rank // 2 here); a layout that does not fit
-the job is refused on every rank."""
+batches of a flat job of 2 ranks at its dp coordinate (rank // 2 here); with "cp=2,dp=2" each
+rank's input_ids and labels are its part of those rows (chunks c and 3 - c of 4); a layout that
+does not fit the job is refused on every rank."""
 
+import numpy as np
 import pytest
 
 import stoker
@@ -16,12 +18,12 @@ def tokens_of(stream: stoker.Loader) -> list:
     return [next(stream)["tokens"].numpy().tobytes() for _ in range(STEPS)]
 
 
-def flat_of_two(corpus: str) -> list:
+def flat_of_two(corpus: str, **settings) -> list:
     """Every rank's batches of a flat job of ranks 0 and 1, on every rank."""
     mine = []
 
     def run(comm):
-        mine.extend(tokens_of(loader(corpus, comm=comm)))
+        mine.extend(tokens_of(loader(corpus, comm=comm, **settings)))
     on_first_ranks(2, run)
     return WORLD.allgather(mine)[:2]
 
@@ -50,6 +52,24 @@ def test_the_communicators_of_layout_comms_serve_the_same(corpus):
     del stream
     data_parallel.Free()
     replica.Free()
+
+
+@four_ranks
+def test_context_parallel_ranks_get_their_part_of_each_row(corpus):
+    flat = flat_of_two(corpus, seq_len=32)
+    stream = loader(corpus, seq_len=32, layout="cp=2,dp=2")
+    c, chunk = WORLD.rank % 2, 8
+    wrong = []
+    for step in range(STEPS):
+        batch = next(stream)
+        rows = np.frombuffer(flat[WORLD.rank // 2][step], dtype=np.int64).reshape(-1, 33)
+        starts = (c * chunk, (3 - c) * chunk)
+        inputs = np.concatenate([rows[:, s:s + chunk] for s in starts], axis=1)
+        labels = np.concatenate([rows[:, s + 1:s + 1 + chunk] for s in starts], axis=1)
+        if not (np.array_equal(batch["input_ids"].numpy(), inputs)
+                and np.array_equal(batch["labels"].numpy(), labels)):
+            wrong.append(step + 1)
+    agree(not wrong, f"input_ids or labels at steps {wrong} are not this rank's part of the rows")
 
 
 def test_a_layout_that_does_not_fit_is_refused_on_every_rank(corpus):

@@ -37,6 +37,26 @@ TEST(Layout, NamesLeftOutHaveSizeOneAndAnyOrderIsARankOrder) {
   EXPECT_EQ(layout.Size("cp"), 1);
 }
 
+TEST(Layout, DataParallelLeftOutIsTheRestOfTheJobJustBeforePipeline) {
+  EXPECT_EQ(ParseLayout("tp=2,pp=2").Fit(16).Text(), "tp=2,dp=4,pp=2,cp=1");
+  EXPECT_EQ(ParseLayout("cp=2").Fit(8).Text(), "cp=2,tp=1,dp=4,pp=1");
+  EXPECT_EQ(ParseLayout("tp=2,dp=4").Fit(8).Text(), "tp=2,dp=4,cp=1,pp=1");
+  const auto refusal = [](const std::string& text, int world) -> std::string {
+    try {
+      ParseLayout(text).Fit(world);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(refusal("tp=3", 8),
+            "layout tp=3,cp=1,pp=1 does not divide the job's 8 ranks into data-parallel "
+            "replicas: tp x cp x pp = 3 must divide them");
+  EXPECT_EQ(refusal("tp=2,dp=2", 8),
+            "layout tp=2,dp=2,cp=1,pp=1 holds 4 ranks, the job 8: the sizes' product must be the "
+            "number of ranks");
+}
+
 TEST(Layout, WhatIsNotALayoutIsNamed) {
   const auto message = [](const std::string& text) -> std::string {
     try {

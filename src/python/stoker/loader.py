@@ -146,9 +146,6 @@ class Loader:
         if data_parallel_comm is not None or replica_comm is not None:
             config.set_layout_comms(_handle_or_null(data_parallel_comm),
                                     _handle_or_null(replica_comm))
-        if trace_dir and (layout or data_parallel_comm is not None):
-            raise _stoker.ConfigError("trace_dir with a parallel layout is not supported yet: trace a "
-                              "job without one")
         self._open(config, comm, str(trace_dir or ""))
 
     def _open(self, config: "_stoker.LoaderConfig", comm: Optional[MPI.Comm],

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Parallel layouts end to end (`stoker run --layout`, docs/loader.md "Parallel layouts"), 8 ranks:
+# a chain of runs saved and resumed under other layouts -- tp=4 (dp 2) to step 14, saved 12;
+# tp=2 (dp 4) to step 26, saved 24; no layout (dp 8) to 38, saved 36; tp=8 (dp 1) with every
+# rank reading for itself to 50 -- holds one checkpoint file and one trace per data-parallel rank
+# at every step, and `stoker audit` finds every token of the chain exactly once, epoch 0 of
+# every dataset whole. A layout that does not divide the job is refused with one message.
+# Environment: STOKER (the program), MPIRUN (mpirun with its flags).
+set -euo pipefail
+source "$(dirname "$0")/../common/test_lib.sh"
+: "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
+
+make_work layouts
+corpus="$work/corpus" tr="$work/trace" ck="$work/ckpt"
+"$STOKER" synth "$corpus" --dataset a:3000:30 --dataset b:2000:40 --files 2 --seed 3 \
+  > "$work/synth.log" 2>&1 || { cat "$work/synth.log" >&2; fail "stoker synth failed"; }
+common=(--data "$corpus" --seq-len 32 --batch-size 2 --logical-shards 16 --seed 4
+        --trace "$tr" --checkpoint-dir "$ck" --save-every 4 --resume)
+
+# run STEPS [ARGS...]: `stoker run` at 8 ranks to step STEPS.
+run() {
+  local steps=$1 log="$work/run-$1"
+  shift
+  timeout 120 $MPIRUN -np 8 "$STOKER" run "${common[@]}" --steps "$steps" "$@" \
+    > "$log.out" 2> "$log.err" || { cat "$log.out" "$log.err" >&2; fail "stoker run to $steps"; }
+}
+
+# files DIR PATTERN: the names in DIR matching PATTERN, on one line.
+files() { (cd "$1" && ls | grep -E "$2" | tr '\n' ' '); }
+
+run 14 --layout tp=4
+[ "$(files "$ck/step-12/loader" 'ckpt$')" = "rank-00000-of-00002.ckpt rank-00001-of-00002.ckpt " ] ||
+  fail "step 12 under tp=4 holds $(files "$ck/step-12/loader" 'ckpt$')"
+[ "$(files "$tr/from-0" 'trace$')" = "rank-0-of-2.trace rank-1-of-2.trace " ] ||
+  fail "the trace under tp=4 holds $(files "$tr/from-0" 'trace$')"
+run 26 --layout tp=2
+[ "$(files "$ck/step-24/loader" 'ckpt$' | wc -w)" = 4 ] || fail "step 24 under tp=2: not 4 files"
+run 38
+run 50 --layout tp=8 --replica-feed read
+[ "$(files "$tr/from-36" 'trace$')" = "rank-0-of-1.trace " ] ||
+  fail "the trace under tp=8 holds $(files "$tr/from-36" 'trace$')"
+echo "ok: one checkpoint file and one trace per data-parallel rank under each layout"
+
+timeout 60 "$STOKER" audit "$tr" --data "$corpus" --json > "$work/audit.json" ||
+  fail "stoker audit of the chain: $(head -c 2000 "$work/audit.json")"
+python3 - "$work/audit.json" <<'PY' || fail "the audit of the chain: $(head -c 2000 "$work/audit.json")"
+import json, sys
+report = json.load(open(sys.argv[1]))
+runs = [(r["world_size"], r["start_step"], r["valid_end"]) for r in report["runs"]]
+assert report["clean"], report["problems"][:5]
+assert runs == [(2, 0, 12), (4, 12, 24), (8, 24, 36), (1, 36, 50)], runs
+for name, d in report["datasets"].items():
+    first = d["epochs"][0]
+    assert first["whole_documents"] == d["nonempty_docs"], (name, first)
+PY
+echo "ok: the chain tp=4 -> tp=2 -> dp 8 -> tp=8 audits clean, epoch 0 of every dataset whole"
+
+rc=0
+timeout 60 $MPIRUN -np 8 "$STOKER" run --data "$corpus" --seq-len 32 --steps 2 --layout tp=3 \
+  > "$work/bad.out" 2> "$work/bad.err" || rc=$?
+[ "$rc" = 1 ] || fail "--layout tp=3 on 8 ranks: exit $rc, not 1"
+[ "$(grep -c "layout tp=3,cp=1,pp=1 does not divide the job's 8 ranks" "$work/bad.err")" = 1 ] ||
+  fail "--layout tp=3 on 8 ranks is not refused once: $(cat "$work/bad.err")"
+echo "ok: a layout that does not divide the job is refused once"
+echo "PASS"
