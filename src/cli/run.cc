@@ -95,6 +95,8 @@ int RunRun(const ProgramSettings& options, const mpi::Comm& world) {
     }
   }
   const uint64_t all_tokens = world.Sum(tokens);
+  // In a layout the members of a replica hold the same batches: a replica's tokens once.
+  const uint64_t replica_tokens = world.Sum(loader.replica_first() ? tokens : 0);
   const double seconds = session.seconds();
   const LoaderConfig& config = session.loader_config();
   const nlohmann::json fields = {
@@ -103,6 +105,9 @@ int RunRun(const ProgramSettings& options, const mpi::Comm& world) {
       {"tokens", all_tokens},
       {"tokens_per_second", seconds > 0 ? all_tokens / seconds : 0.0},
       {"tokens_per_second_per_rank", seconds > 0 ? all_tokens / seconds / world.size() : 0.0},
+      {"replicas", loader.world_size()},
+      {"tokens_per_second_per_replica",
+       seconds > 0 ? replica_tokens / seconds / loader.world_size() : 0.0},
       {"seq_len", config.seq_len},
       {"batch_size", config.batch_size}};
   session.Finish(fields.dump(), nullptr);
@@ -120,7 +125,8 @@ Command SetupRun(CLI::App& app) {
       "Pulls batches until step --steps. Every rank streams its "
       "own rows of seq-len + 1 tokens; together the ranks see every document once per epoch, "
       "globally shuffled, mixed by --weights. Rank 0 ends by printing one JSON line (ranks, "
-      "steps, tokens of all ranks, seconds, tokens_per_second, startup and wait times). A "
+      "steps, tokens of all ranks, seconds, tokens_per_second; with --layout, replicas and "
+      "tokens_per_second_per_replica, a replica's tokens counted once; startup and wait times). A "
       "setting not on the command line comes from its environment variable when that is set "
       "(`stoker settings` lists them), then from --config.");
   auto line = std::make_shared<program::CommandLine>(sub, program::Program::kRun, options.get());

@@ -121,7 +121,7 @@ Loader::Impl::Impl(ReplicaGroups groups, const LoaderConfig& config)
       replica_rank_(replica_ ? replica_->rank() : 0),
       context_size_(groups.context_size),
       context_rank_(groups.context_rank),
-      broadcast_(replica_ && config.replica_feed == ReplicaFeed::kBroadcast
+      broadcast_(replica_ && replica_->size() > 1 && config.replica_feed == ReplicaFeed::kBroadcast
                      ? std::make_unique<ReplicaBroadcast>(replica_->get())
                      : nullptr),
       config_(config),
