@@ -2,15 +2,16 @@
 # Parallel layouts: what a replica gets from `stoker run --layout tp=T` (T = 1, 2, 4) on 4 ranks,
 # its batches broadcast from the replica's first rank against read by every member, in the same
 # run, alternating REPEAT times (default 3) on a corpus warmed into the page cache: medians of
-# tokens/s per replica (a loop that only takes batches) and of the largest resident memory of a
-# rank. Figures, not a test.
+# tokens/s per replica (a loop that only takes batches), the ratio of broadcast to read at each
+# tp, and the largest resident memory of a rank. At tp 1 the 4 ranks are 4 replicas sharing the
+# machine's cores, at tp 4 one: compare the feeds at one tp, not the tps. Figures, not a test.
 #   benchmarks/layout_bench.sh [REPEAT]      (from the source tree, after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 repeat=${1:-3}
 corpus=/tmp/stoker-layout-bench/corpus
-steps=400 seq=4095 batch=8  # 13 M tokens of batches per replica
+steps=3000 seq=4095 batch=8  # 98 M tokens of batches per replica
 [ -d "$corpus" ] || build/stoker synth "$corpus" --dataset web:200000000:900 --files 8 --seed 1 \
   > /dev/null
 warm() { cat "$corpus"/*/*.h5 > /dev/null; }
@@ -38,8 +39,11 @@ for i in $(seq "$repeat"); do
     done
   done
 done
-base=$(median ${speed[1-broadcast]})
 for key in 1-broadcast 2-broadcast 2-read 4-broadcast 4-read; do
   s=$(median ${speed[$key]}) m=$(median ${memory[$key]})
-  python3 -c "print(f'tp={\"$key\".split(\"-\")[0]} {\"$key\".split(\"-\")[1]:9}: {$s / 1e6:6.1f} M tokens/s per replica ({$s / $base:.2f} of tp=1), largest rank {$m:.0f} MiB')"
+  tp=${key%-*} feed=${key#*-}
+  ratio=""
+  [ "$feed" = broadcast ] && [ "$tp" != 1 ] &&
+    ratio=$(python3 -c "print(f', {$s / $(median ${speed[$tp-read]}):.2f} of read')")
+  python3 -c "print(f'tp=$tp $feed: {$s / 1e6:.1f} M tokens/s per replica$ratio, largest rank {$m:.0f} MiB')"
 done

@@ -95,7 +95,14 @@ struct LoaderConfig {
   // With the two communicators: this rank's context-parallel group, for context parallelism
   // (Batch::inputs); none: cp 1. A layout gives cp itself. seq_len must be a multiple of 2 x cp.
   MPI_Comm context_parallel_comm = MPI_COMM_NULL;
+  // And its pipeline-parallel group, for fields_by_stage; none: pp 1. A layout gives pp itself.
+  MPI_Comm pipeline_parallel_comm = MPI_COMM_NULL;
   ReplicaFeed replica_feed = ReplicaFeed::kBroadcast;  // how a replica's members get batches
+  // With pp > 1, each pipeline stage takes only what it uses: the first stage (pp 0) the rows
+  // and the fields of the inputs (position_ids, segment_ids, cu_seqlens), the last the rows and
+  // loss_mask, the stages between nothing (neither a read nor a broadcast: a batch of its step
+  // alone, rows and tokens empty). Off: every stage the whole batch.
+  bool fields_by_stage = false;
 
   // Every problem of the configuration that can be seen without the corpus, one line each:
   // sizes of 0, io_depth and logical shards above their maximum, a batch above 2^31 tokens, batches

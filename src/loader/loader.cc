@@ -46,6 +46,39 @@ std::string ShareRunId(const mpi::Comm& comm) {
   return run;
 }
 
+// What a pipeline stage takes of its replica's batches (LoaderConfig::fields_by_stage).
+enum class Stage { kWhole, kFirst, kLast, kBetween };
+
+Stage StageOf(const ReplicaGroups& groups, const LoaderConfig& config) {
+  if (!config.fields_by_stage || groups.pipeline_size == 1) return Stage::kWhole;
+  if (groups.pipeline_rank == 0) return Stage::kFirst;
+  return groups.pipeline_rank == groups.pipeline_size - 1 ? Stage::kLast : Stage::kBetween;
+}
+
+// Collective over `replica`: the broadcast of its batches to the members that take them (the
+// stages between the first and the last take none), or none when the replica's first rank is
+// alone in taking them, or the replica's members read for themselves.
+std::unique_ptr<ReplicaBroadcast> MakeBroadcast(const std::optional<mpi::Comm>& replica,
+                                                const LoaderConfig& config, Stage stage) {
+  if (!replica || config.replica_feed != ReplicaFeed::kBroadcast) return nullptr;
+  const mpi::Comm takers = replica->Split(stage == Stage::kBetween ? 1 : 0);
+  if (stage == Stage::kBetween || takers.size() == 1) return nullptr;
+  return std::make_unique<ReplicaBroadcast>(takers.get());
+}
+
+// The fields a stage does not use, dropped: the first stage's loss mask, the last stage's
+// fields of the inputs.
+void KeepFieldsOfStage(Stage stage, Batch* batch) {
+  Boundaries& b = batch->boundaries;
+  if (stage == Stage::kFirst) b.loss_mask = {};
+  if (stage == Stage::kLast) {
+    b.position_ids = {};
+    b.segment_ids = {};
+    b.cu_seqlens = {};
+    b.max_seqlen = 0;
+  }
+}
+
 // While the other members of a replica set up, what they would log repeats what its first rank
 // logs (a data-parallel group's rank 0 logs for its group): they log errors only.
 class QuietMembers {
@@ -88,7 +121,7 @@ class Loader::Impl {
 
  private:
   // Whether this rank reads its batches (every rank but a broadcast's receivers).
-  bool reads() const { return !broadcast_ || broadcast_->reader(); }
+  bool reads() const { return stage_ != Stage::kBetween && (!broadcast_ || broadcast_->reader()); }
   std::optional<BatchStream::Ready> TakeReady(std::chrono::milliseconds timeout);
   std::unique_ptr<BatchStream> MakeStream() const;
   OrderIdentity Identity() const;
@@ -101,7 +134,8 @@ class Loader::Impl {
   mpi::Comm comm_;                    // the data-parallel group
   std::optional<mpi::Comm> replica_;  // in a layout, this rank's replica group
   const int replica_rank_;
-  const int context_size_, context_rank_;        // context parallelism (Batch::inputs)
+  const int context_size_, context_rank_;  // context parallelism (Batch::inputs)
+  const Stage stage_;
   std::unique_ptr<ReplicaBroadcast> broadcast_;  // ReplicaFeed::kBroadcast in a layout
   LoaderConfig config_;
   LoaderSetup setup_;      // its planner's schedule changes with SetWeights
@@ -121,9 +155,8 @@ Loader::Impl::Impl(ReplicaGroups groups, const LoaderConfig& config)
       replica_rank_(replica_ ? replica_->rank() : 0),
       context_size_(groups.context_size),
       context_rank_(groups.context_rank),
-      broadcast_(replica_ && replica_->size() > 1 && config.replica_feed == ReplicaFeed::kBroadcast
-                     ? std::make_unique<ReplicaBroadcast>(replica_->get())
-                     : nullptr),
+      stage_(StageOf(groups, config)),
+      broadcast_(MakeBroadcast(replica_, config, stage_)),
       config_(config),
       setup_(SetUpLoader(comm_, &config_)),
       run_(ShareRunId(comm_)),
@@ -231,6 +264,7 @@ std::optional<Batch> Loader::Impl::Deliver(BatchStream::Ready ready) {
     delivered_.step = ready.batch.step;
   }
   SplitForContext(context_size_, context_rank_, &ready.batch);
+  KeepFieldsOfStage(stage_, &ready.batch);
   return std::move(ready.batch);
 }
 
@@ -240,6 +274,12 @@ std::optional<BatchStream::Ready> Loader::Impl::TakeReady(std::chrono::milliseco
     if (t == std::chrono::milliseconds::max()) return Stream().Next();
     return Stream().TryNext(t);
   };
+  if (stage_ == Stage::kBetween) {  // a step and nothing else
+    return BatchStream::Ready{.batch = {.step = delivered_.step + 1,
+                                        .rows = config_.batch_size,
+                                        .row_tokens = config_.seq_len + 1},
+                              .delta = {}};
+  }
   return broadcast_ ? broadcast_->TryNext(timeout, take) : take(timeout);
 }
 

@@ -57,7 +57,8 @@ ReplicaGroups ResolveReplicaGroups(const mpi::Comm& comm, const LoaderConfig& co
                         {{"layout", given                   ? "the communicators given"
                                     : config.layout.empty() ? "none"
                                                             : config.layout},
-                         {"replica_feed", std::string(ReplicaFeedName(config.replica_feed))}},
+                         {"replica_feed", std::string(ReplicaFeedName(config.replica_feed))},
+                         {"fields_by_stage", config.fields_by_stage ? "on" : "off"}},
                         "the ranks describe the parallel layout otherwise");
   if (!HasLayout(config)) return {.data_parallel = mpi::Comm(comm.get()), .replica = {}};
   mpi::FailTogether(comm, [&] {
@@ -76,11 +77,18 @@ ReplicaGroups ResolveReplicaGroups(const mpi::Comm& comm, const LoaderConfig& co
       groups.context_size = context.size();
       groups.context_rank = context.rank();
     }
+    if (config.pipeline_parallel_comm != MPI_COMM_NULL) {
+      const mpi::Comm pipeline(config.pipeline_parallel_comm);
+      groups.pipeline_size = pipeline.size();
+      groups.pipeline_rank = pipeline.rank();
+    }
   } else {
     ParallelLayout layout;
     mpi::FailTogether(comm, [&] { layout = ParseLayout(config.layout).Fit(comm.size()); });
     groups.context_size = layout.Size("cp");
     groups.context_rank = layout.Coordinate(comm.rank(), "cp");
+    groups.pipeline_size = layout.Size("pp");
+    groups.pipeline_rank = layout.Coordinate(comm.rank(), "pp");
     LayoutComms made = MakeLayoutComms(comm.get(), layout);
     const UniqueHandle<mpi::CommTraits> data_parallel(made.data_parallel), replica(made.replica);
     groups.data_parallel = mpi::Comm(made.data_parallel);

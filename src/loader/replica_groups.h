@@ -15,6 +15,8 @@ struct ReplicaGroups {
   std::optional<mpi::Comm> replica;  // none without a layout: every rank a replica of its own
   int context_size = 1;              // context parallelism (Batch::inputs): cp, and this rank's
   int context_rank = 0;              // cp coordinate
+  int pipeline_size = 1;             // pipeline parallelism: pp, and this rank's pp coordinate
+  int pipeline_rank = 0;
 };
 
 // Collective over `comm`, the job's ranks (all of them, layout or not: the ranks first agree on

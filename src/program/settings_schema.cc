@@ -133,6 +133,13 @@ const Setting kData[] = {
        return Named(a, s, v->run.loader.replica_feed,
                     {ReplicaFeed::kBroadcast, ReplicaFeed::kReadEach}, ReplicaFeedName);
      }},
+    {"fields_by_stage", "--fields-by-stage", "", "", "data", kBoth, kLoader, false,
+     "With --layout and pp > 1, each pipeline stage takes only what it uses: the first the rows "
+     "and the fields of the inputs, the last the rows and the loss mask, the stages between "
+     "nothing (no read, no broadcast)",
+     [](CLI::App* a, const Setting& s, S* v) {
+       return Switch(a, s, v->run.loader.fields_by_stage);
+     }},
     {"eos_id", "--eos-id", "EOS_ID", "", "data", kBoth, kLoader, false,
      "End-of-document token appended to every document (default: the corpus's eos_id attribute, "
      "else 0)",

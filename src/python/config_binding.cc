@@ -184,6 +184,11 @@ void BindConfig(py::module_& m) {
   NamedField(c, "direct_io", &LoaderConfig::direct_io, DirectIoName, ParseDirectIo);
   TextField(c, "layout", &LoaderConfig::layout);
   NamedField(c, "replica_feed", &LoaderConfig::replica_feed, ReplicaFeedName, ParseReplicaFeed);
+  c.def_property(
+      "fields_by_stage", [](const LoaderConfig& self) { return self.fields_by_stage; },
+      [](LoaderConfig& self, py::handle on) {
+        self.fields_by_stage = TrueOrFalse(on, "fields_by_stage");
+      });
   // A trainer's own groups (stoker/layout.h), as mpi4py's Fortran handles (Comm.py2f()).
   c.def("set_layout_comms", [](LoaderConfig& self, int64_t data_parallel, int64_t replica) {
     self.data_parallel_comm = CommOf(data_parallel);

@@ -134,6 +134,41 @@ TEST_F(LayoutTest, EveryMemberHoldsTheFlatStreamOfItsDataParallelRank) {
   }
 }
 
+// dp 2 x pp 4 with fields_by_stage: stage 0 holds the flat batch without its loss mask, stage 3
+// without the fields of the inputs, stages 1 and 2 a batch of the step alone.
+TEST_F(LayoutTest, PipelineStagesTakeTheFieldsTheyUse) {
+  constexpr int kSteps = 4;
+  const std::string layout = "dp=2,pp=4";
+  const std::vector<Encoded> flat = Flat(2, [&](MPI_Comm part) {
+    Loader loader(part, Config());
+    return Pull(loader, kSteps);
+  });
+  const ParallelLayout parsed = ParseLayout(layout).Fit(comm_.size());
+  for (const ReplicaFeed feed : {ReplicaFeed::kBroadcast, ReplicaFeed::kReadEach}) {
+    LoaderConfig config = Config();
+    config.layout = layout;
+    config.replica_feed = feed;
+    config.fields_by_stage = true;
+    Loader loader(MPI_COMM_WORLD, config);
+    const Encoded got = Pull(loader, kSteps);
+    const int stage = parsed.Coordinate(comm_.rank(), "pp");
+    for (int s = 0; s < kSteps; ++s) {
+      Batch want = DecodeBatch(flat[parsed.Replica(comm_.rank())][s]);
+      if (stage == 0) want.boundaries.loss_mask.clear();
+      if (stage == 3) {
+        want.boundaries.position_ids.clear();
+        want.boundaries.segment_ids.clear();
+        want.boundaries.cu_seqlens.clear();
+        want.boundaries.max_seqlen = 0;
+      }
+      if (stage == 1 || stage == 2) want = {.step = want.step, .rows = 2, .row_tokens = 33};
+      EXPECT_TRUE(got[s] == EncodeBatch(want))
+          << "rank " << comm_.rank() << " (stage " << stage << ") by " << ReplicaFeedName(feed)
+          << " at batch " << s + 1;
+    }
+  }
+}
+
 TEST_F(LayoutTest, TheCommunicatorsOfALayoutGivenInsteadServeTheSame) {
   const std::string layout = "tp=2,dp=4";
   const std::vector<Encoded> flat = Flat(4, [&](MPI_Comm part) {

@@ -64,6 +64,7 @@ class SchemaAgreementTest : public ::testing::Test {
         {"--logical-shards", {"32"}},
         {"--layout", {fmt::format("dp={}", comm_.size())}},
         {"--replica-feed", {"read"}},
+        {"--fields-by-stage", {}},
         {"--eos-id", {"5"}},
         {"--bos-id", {"1"}},
         {"--prefetch", {"2"}},

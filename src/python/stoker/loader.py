@@ -103,8 +103,10 @@ class Loader:
     ``data_parallel_comm`` and ``replica_comm`` give a trainer's own groups instead (both;
     ``layout_comms`` makes them). ``replica_feed``: "broadcast" (the replica's first rank reads
     and broadcasts each batch a step ahead) or "read" (every member reads the same batches
-    itself). ``comm`` is then the whole job, and a save writes one file per data-parallel rank
-    (docs/loader.md, "Parallel layouts").
+    itself). ``fields_by_stage``: with pp > 1 the first pipeline stage takes the rows and the
+    fields of the inputs, the last the rows and ``loss_mask``, the stages between nothing (an
+    empty batch of the step). ``comm`` is then the whole job, and a save writes one file per
+    data-parallel rank (docs/loader.md, "Parallel layouts").
 
     A setting of the wrong type or out of range (``seq_len=-1``, ``seq_len=True``,
     ``boundaries="no"``, ``eos_id=2**63``) is a ``ConfigError`` naming it, as is a value the
@@ -133,15 +135,16 @@ class Loader:
                  direct_io: str = _DEFAULT.direct_io, read_ahead_bytes: Optional[int] = None,
                  offset_cache_bytes: Optional[int] = None, trace_dir: Optional[str] = None,
                  layout: Optional[str] = None, data_parallel_comm: Optional[MPI.Comm] = None,
-                 replica_comm: Optional[MPI.Comm] = None, replica_feed: str = "broadcast"
-                 ) -> None:
+                 replica_comm: Optional[MPI.Comm] = None, replica_feed: str = "broadcast",
+                 fields_by_stage: bool = False) -> None:
         config = _make_config(
             data, weights=weights, weight_schedule=weight_schedule, seq_len=seq_len,
             batch_size=batch_size, seed=seed,
             logical_shards=logical_shards, eos_id=eos_id, bos_id=bos_id, prefetch=prefetch,
             boundaries=boundaries, positions=positions, io_depth=io_depth, io_engine=io_engine,
             direct_io=direct_io, read_ahead_bytes=read_ahead_bytes,
-            offset_cache_bytes=offset_cache_bytes, layout=layout, replica_feed=replica_feed)
+            offset_cache_bytes=offset_cache_bytes, layout=layout, replica_feed=replica_feed,
+            fields_by_stage=fields_by_stage)
         config.resume_from = str(resume_from or "")
         if data_parallel_comm is not None or replica_comm is not None:
             config.set_layout_comms(_handle_or_null(data_parallel_comm),
