@@ -134,10 +134,12 @@ CheckpointStats CollectCheckpointStats(const std::string& step_dir, const Corpus
     for (const DatasetInfo& d : corpus->datasets) dataset_docs->push_back(d.docs);
   }
   CheckpointStats stats{.step_dir = step_dir,
+                        .format_version = CheckpointVersion(step.run, step.layout),
                         .step = step.step,
                         .world = step.world,
                         .identity = step.identity,
                         .run = step.run,
+                        .layout = step.layout,
                         .weights = step.weights,
                         .schedule = step.schedule,
                         .with_corpus = corpus != nullptr};
@@ -201,6 +203,9 @@ std::string IdentityLines(const CheckpointStats& s) {
                   s.step_dir, s.step, s.world, s.format_version);
   out += s.run.empty() ? "run identity: none (saved before stoker wrote one)\n"
                        : fmt::format("run identity {}\n", s.run);
+  if (!s.layout.empty()) {
+    out += fmt::format("parallel layout {}: a rank file per data-parallel rank\n", s.layout);
+  }
   out += fmt::format("corpus fingerprint {}; datasets {}\n", id.corpus_fingerprint,
                      fmt::join(id.datasets, ", "));
   out += fmt::format("seed {}; {} logical shards; seq_len {}; eos_id {}; bos_id {}\n", id.seed,

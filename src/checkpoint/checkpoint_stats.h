@@ -56,12 +56,13 @@ struct RankProgress {
 
 struct CheckpointStats {
   std::string step_dir;
-  uint32_t format_version = kCheckpointFormatVersion;
+  uint32_t format_version = kCheckpointFormatVersion;  // as its files say (2 for 1 or 2)
   uint64_t step = 0;
   uint64_t world = 0;
   uint64_t generation = 0;  // the highest of the ranks' (they agree unless files were mixed)
   OrderIdentity identity;
   std::string run;              // the run that saved it (empty: files of format 1 or 2)
+  std::string layout;           // the parallel layout it was saved under (empty: none)
   std::vector<double> weights;  // as saved by rank 0, normalized, corpus order
   MixSchedule schedule;         // the weights of every step, as saved by rank 0
   uint64_t bytes = 0;           // of all rank files

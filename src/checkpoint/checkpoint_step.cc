@@ -136,6 +136,7 @@ CheckpointStep OpenCheckpointStep(const std::string& step_dir,
           .world = first.world,
           .identity = std::move(first.identity),
           .run = std::move(first.run),
+          .layout = std::move(first.layout),
           .weights = std::move(first.weights),
           .schedule = std::move(first.schedule)};
 }

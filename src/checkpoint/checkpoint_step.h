@@ -28,6 +28,8 @@ struct CheckpointStep {
   OrderIdentity identity;       // rank file 0's, which every other rank file shares
   std::string run;              // the run that saved rank file 0, which every other rank file
                                 // shares (empty: files of format 1 or 2, which carry none)
+  std::string layout;           // the parallel layout it was saved under (RankCheckpoint::layout;
+                                // empty: none); `world` is then its dp size
   std::vector<double> weights;  // as saved by rank 0, normalized, corpus order
   MixSchedule schedule;         // as saved by rank 0 (a rescale gives every rank file rank 0's)
 };

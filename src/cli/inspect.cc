@@ -112,6 +112,7 @@ nlohmann::json CheckpointJson(const CheckpointStats& s) {
           {"step", s.step},
           {"world_size", s.world},
           {"run", s.run.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.run)},
+          {"layout", s.layout.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.layout)},
           {"generation", s.generation},
           {"corpus_fingerprint", id.corpus_fingerprint},
           {"seed", id.seed},
@@ -235,7 +236,8 @@ Command SetupInspect(CLI::App& app) {
                 "dtype, tokenizers (the shards' tokenizer attributes), doc_length}. For a "
                 "checkpoint: kind \"checkpoint\", path, "
                 "format_version, step, world_size, run (the run identity every rank file "
-                "carries; null: none, saved before stoker wrote one), generation, "
+                "carries; null: none, saved before stoker wrote one), layout (the parallel "
+                "layout it was saved under, world_size then its dp size; null: none), generation, "
                 "corpus_fingerprint, seed, "
                 "logical_shards, seq_len, eos_id, bos_id (null: none), bytes, with_corpus, "
                 "corpus_record {state: whole (with shards), none (saved before stoker wrote "

@@ -136,6 +136,7 @@ class Loader::Impl {
   const int replica_rank_;
   const int context_size_, context_rank_;  // context parallelism (Batch::inputs)
   const Stage stage_;
+  const std::string layout_;                     // what a save records
   std::unique_ptr<ReplicaBroadcast> broadcast_;  // ReplicaFeed::kBroadcast in a layout
   LoaderConfig config_;
   LoaderSetup setup_;      // its planner's schedule changes with SetWeights
@@ -156,6 +157,7 @@ Loader::Impl::Impl(ReplicaGroups groups, const LoaderConfig& config)
       context_size_(groups.context_size),
       context_rank_(groups.context_rank),
       stage_(StageOf(groups, config)),
+      layout_(groups.layout),
       broadcast_(MakeBroadcast(replica_, config, stage_)),
       config_(config),
       setup_(SetUpLoader(comm_, &config_)),
@@ -237,6 +239,7 @@ void Loader::Impl::Save(const std::string& step_dir) {
                           .world = static_cast<uint64_t>(comm_.size()),
                           .rank = static_cast<uint64_t>(comm_.rank()),
                           .run = run_,
+                          .layout = layout_,
                           .state = delivered_};
   std::optional<CheckpointWriter::FirstFile> record;
   if (corpus_record_)

@@ -77,6 +77,8 @@ ReplicaGroups ResolveReplicaGroups(const mpi::Comm& comm, const LoaderConfig& co
       groups.context_size = context.size();
       groups.context_rank = context.rank();
     }
+    groups.layout =
+        fmt::format("dp={},replica={}", groups.data_parallel.size(), groups.replica->size());
     if (config.pipeline_parallel_comm != MPI_COMM_NULL) {
       const mpi::Comm pipeline(config.pipeline_parallel_comm);
       groups.pipeline_size = pipeline.size();
@@ -89,6 +91,7 @@ ReplicaGroups ResolveReplicaGroups(const mpi::Comm& comm, const LoaderConfig& co
     groups.context_rank = layout.Coordinate(comm.rank(), "cp");
     groups.pipeline_size = layout.Size("pp");
     groups.pipeline_rank = layout.Coordinate(comm.rank(), "pp");
+    groups.layout = layout.Text();
     LayoutComms made = MakeLayoutComms(comm.get(), layout);
     const UniqueHandle<mpi::CommTraits> data_parallel(made.data_parallel), replica(made.replica);
     groups.data_parallel = mpi::Comm(made.data_parallel);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "mpi/comm.h"
 #include "stoker/loader.h"
@@ -17,6 +18,9 @@ struct ReplicaGroups {
   int context_rank = 0;              // cp coordinate
   int pipeline_size = 1;             // pipeline parallelism: pp, and this rank's pp coordinate
   int pipeline_rank = 0;
+  // What a save records (RankCheckpoint::layout): the layout with dp ("tp=2,cp=1,dp=4,pp=1"),
+  // "dp=D,replica=R" with the communicators given, empty without a layout.
+  std::string layout;
 };
 
 // Collective over `comm`, the job's ranks (all of them, layout or not: the ranks first agree on

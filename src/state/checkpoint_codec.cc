@@ -135,18 +135,25 @@ OrderIdentity GetIdentity(FieldReader* r) {
 
 }  // namespace
 
+uint32_t CheckpointVersion(const std::string& run, const std::string& layout) {
+  if (run.empty()) return 2;
+  return layout.empty() ? 3 : kCheckpointFormatVersion;
+}
+
 std::string EncodeCheckpoint(const RankCheckpoint& c) {
   const RankState& s = c.state;
   STOKER_ASSERT(s.delivered.size() == s.datasets && s.deficit.size() == s.datasets &&
                     s.interleave.size() == s.datasets && c.schedule.datasets() == s.datasets,
                 "a checkpoint of {} datasets", s.datasets);
   STOKER_ASSERT(c.run.empty() || IsRunId(c.run), "a run identity \"{}\"", c.run);
-  const uint32_t version = c.run.empty() ? 2 : kCheckpointFormatVersion;
+  STOKER_ASSERT(c.layout.empty() || !c.run.empty(), "a layout without a run identity");
+  const uint32_t version = CheckpointVersion(c.run, c.layout);
   FieldWriter payload;
   PutIdentity(c.identity, &payload);
   payload.U(c.world);
   payload.U(c.rank);
   if (version >= 3) payload.Str(c.run);
+  if (version >= 4) payload.Str(c.layout);
   for (double w : c.weights) payload.D(w);
   PutSchedule(c.schedule, &payload);
   payload.U(s.step);
@@ -180,6 +187,10 @@ RankCheckpoint DecodeCheckpoint(std::string_view bytes, const std::string& sourc
   if (version >= 3) {
     c.run = r.Str();
     if (!IsRunId(c.run)) r.Fail("a run identity that is not 32 hex digits");
+  }
+  if (version >= 4) {
+    c.layout = r.Str();
+    if (c.layout.empty()) r.Fail("an empty layout");
   }
   const uint64_t datasets = c.identity.datasets.size();
   for (uint64_t d = 0; d < datasets; ++d) c.weights.push_back(r.D());

@@ -30,7 +30,7 @@
 
 namespace stoker {
 
-inline constexpr uint32_t kCheckpointFormatVersion = 3;
+inline constexpr uint32_t kCheckpointFormatVersion = 4;
 
 // What shapes the order: a resume must match all of it (the weights are not part of it: they
 // may change).
@@ -56,13 +56,21 @@ struct RankCheckpoint {
   // checkpoint/run_id.h), the same in every rank file of one save. Empty in a file of version 1
   // or 2, which carries none.
   std::string run;
+  // The parallel layout it was saved under (stoker/layout.h, as ParallelLayout::Text gives it,
+  // dp included): `world` is then its dp size. Empty for none, and in files of versions 1 to 3.
+  std::string layout;
   RankState state;
   bool operator==(const RankCheckpoint&) const = default;
 };
 
-// Version 3; a checkpoint without a run identity (read from a file of version 1 or 2) as
-// version 2, the newest version without the field, so that it reads back as it was.
+// Version 4 for a checkpoint saved under a layout; else version 3, the newest without that
+// field (a job without a layout writes the files it wrote before); and a checkpoint without a
+// run identity (read from a file of version 1 or 2) as version 2, so that it reads back as it
+// was.
 std::string EncodeCheckpoint(const RankCheckpoint& checkpoint);
+// The version EncodeCheckpoint writes for a checkpoint of this run identity and layout (2, 3 or
+// 4, as above).
+uint32_t CheckpointVersion(const std::string& run, const std::string& layout);
 
 // Throws DataError naming `source` (a file name) when the bytes are not a valid checkpoint.
 RankCheckpoint DecodeCheckpoint(std::string_view bytes, const std::string& source);

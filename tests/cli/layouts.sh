@@ -39,7 +39,17 @@ run 38
 run 50 --layout tp=8 --replica-feed read
 [ "$(files "$tr/from-36" 'trace$')" = "rank-0-of-1.trace " ] ||
   fail "the trace under tp=8 holds $(files "$tr/from-36" 'trace$')"
-echo "ok: one checkpoint file and one trace per data-parallel rank under each layout"
+"$STOKER" inspect "$ck/step-12" --json > "$work/step-12.json"
+"$STOKER" inspect "$ck/step-36" --json > "$work/step-36.json"
+python3 - "$work/step-12.json" "$work/step-36.json" <<'PY' || fail "stoker inspect of the steps"
+import json, sys
+tp4, flat = (json.load(open(f)) for f in sys.argv[1:])
+assert (tp4["layout"], tp4["world_size"], tp4["format_version"]) == ("tp=4,cp=1,dp=2,pp=1", 2, 4), tp4
+assert (flat["layout"], flat["world_size"], flat["format_version"]) == (None, 8, 3), flat
+PY
+"$STOKER" inspect "$ck/step-12" | grep -q '^parallel layout tp=4,cp=1,dp=2,pp=1: a rank file per data-parallel rank$' ||
+  fail "stoker inspect does not show the layout of step 12"
+echo "ok: one checkpoint file and one trace per data-parallel rank under each layout, inspect names it"
 
 timeout 60 "$STOKER" audit "$tr" --data "$corpus" --json > "$work/audit.json" ||
   fail "stoker audit of the chain: $(head -c 2000 "$work/audit.json")"

@@ -70,6 +70,24 @@ TEST(CheckpointCodec, RoundTrips) {
   EXPECT_LT(bytes.size(), 400u);  // cursors, not tokens: a few bytes per logical shard
 }
 
+// Version 4 is version 3 with the layout (a str) after the run identity, written only by a job
+// with a layout: the same checkpoint without one is exactly its version 3 file.
+TEST(CheckpointCodec, ALayoutIsVersion4AndItsAbsenceVersion3) {
+  RankCheckpoint c = SomeCheckpoint();
+  c.layout = "tp=2,cp=1,dp=2,pp=1";
+  const std::string v4 = EncodeCheckpoint(c);
+  EXPECT_EQ(VersionOf(v4), 4u);
+  EXPECT_EQ(DecodeCheckpoint(v4, "f"), c);
+  std::string payload = v4.substr(20, v4.size() - 28);
+  const std::string field = "\x13" + c.layout;  // length 19, then the text
+  const size_t at = payload.find(field);
+  ASSERT_NE(at, std::string::npos);
+  payload.erase(at, field.size());
+  RankCheckpoint flat = c;
+  flat.layout.clear();
+  EXPECT_EQ(FrameFile("STOKERCK", 3, payload), EncodeCheckpoint(flat));
+}
+
 // Version 3 is version 2 with the run identity (a str) after the rank: the same file without it,
 // framed as version 2, reads as the same checkpoint without a run identity, and a checkpoint
 // without one encodes as exactly that file.
@@ -187,12 +205,12 @@ TEST(CheckpointCodec, ADeficitThatIsNoNumberOrAnUnknownVersionIsRefused) {
   c.state.deficit[1] = std::numeric_limits<double>::infinity();
   EXPECT_THROW(DecodeCheckpoint(EncodeCheckpoint(c), "f"), DataError);
   const std::string good = EncodeCheckpoint(SomeCheckpoint());
-  const std::string v4 = FrameFile("STOKERCK", 4, good.substr(20, good.size() - 28));
+  const std::string v5 = FrameFile("STOKERCK", 5, good.substr(20, good.size() - 28));
   try {
-    DecodeCheckpoint(v4, "f");
-    ADD_FAILURE() << "version 4 was accepted";
+    DecodeCheckpoint(v5, "f");
+    ADD_FAILURE() << "version 5 was accepted";
   } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("format version 4 (this stoker reads 1 to 3)"),
+    EXPECT_NE(std::string(e.what()).find("format version 5 (this stoker reads 1 to 4)"),
               std::string::npos)
         << e.what();
   }
