@@ -180,6 +180,11 @@ class Loader {
   // Whether this rank is the first of its replica (in a layout): the one that writes its
   // data-parallel rank's checkpoint file and piece trace. True without a layout.
   bool replica_first() const;
+  // This rank's groups (the Loader's own copies, valid while it lives; use them from the
+  // trainer's thread): its data-parallel group, and its replica group (MPI_COMM_SELF without a
+  // layout). A trainer checks with the replica group that its members hold the same batches.
+  MPI_Comm data_parallel_comm() const;
+  MPI_Comm replica_comm() const;
 
  private:
   class Impl;

@@ -118,6 +118,8 @@ class Loader::Impl {
   int rank() const { return comm_.rank(); }
   int size() const { return comm_.size(); }
   bool saves() const { return replica_rank_ == 0; }
+  MPI_Comm data_parallel_comm() const { return comm_.get(); }
+  MPI_Comm replica_comm() const { return replica_ ? replica_->get() : MPI_COMM_SELF; }
 
  private:
   // Whether this rank reads its batches (every rank but a broadcast's receivers).
@@ -400,5 +402,7 @@ std::optional<int64_t> Loader::bos_id() const { return impl_->setup().bos_id; }
 int Loader::rank() const { return impl_->rank(); }
 int Loader::world_size() const { return impl_->size(); }
 bool Loader::replica_first() const { return impl_->saves(); }
+MPI_Comm Loader::data_parallel_comm() const { return impl_->data_parallel_comm(); }
+MPI_Comm Loader::replica_comm() const { return impl_->replica_comm(); }
 
 }  // namespace stoker

@@ -61,6 +61,13 @@ RunSettings SessionSettings(const TrainOptions& options) {
   return run;
 }
 
+// FNV-1a over token ids, from `hash` on: what a rank's batches were (Trainer::CheckReplica).
+constexpr uint64_t kHashStart = 14695981039346656037ull;
+uint64_t HashTokens(const std::vector<int64_t>& tokens, uint64_t hash) {
+  for (const int64_t t : tokens) hash = (hash ^ static_cast<uint64_t>(t)) * 1099511628211ull;
+  return hash;
+}
+
 class Trainer {
  public:
   Trainer(const TrainOptions& options, MPI_Comm world);
@@ -79,6 +86,7 @@ class Trainer {
   float AverageGradients(float loss, bool* stop);
   // Rank 0's part of a save (RunSession::EndStep and Finish call it).
   void WriteFiles(const std::string& step_dir);
+  void CheckReplica();
   void LogProgress();
   // "weights web=0.700 code=0.300 | shares web=0.702 code=0.298": the weights of the first
   // batch since the last line and the tokens of each dataset since then, over every rank.
@@ -95,12 +103,16 @@ class Trainer {
   TinyLm model_;
   torch::optim::AdamW optimizer_;
   uint64_t tokens_trained_ = 0;
+  // The tokens one step trains on over the job: a replica's counted once (its data-parallel
+  // ranks' batches).
+  uint64_t config_tokens_per_step_ = 0;
   // Figures of this run: the last log line's time, data wait and steps; the first and last
   // losses.
   double last_log_time_ = 0, last_log_wait_ = 0;
   uint64_t steps_run_ = 0, last_log_steps_ = 0;
-  std::vector<double> log_weights_;   // of the first batch since the last line
-  std::vector<uint64_t> log_tokens_;  // per dataset, this rank's since the last line
+  uint64_t batches_hash_ = kHashStart;  // of the batches since the last line (CheckReplica)
+  std::vector<double> log_weights_;     // of the first batch since the last line
+  std::vector<uint64_t> log_tokens_;    // per dataset, this rank's since the last line
   std::deque<double> first_losses_, last_losses_;
 };
 
@@ -112,7 +124,10 @@ Trainer::Trainer(const TrainOptions& options, MPI_Comm world)
       session_(world, SessionSettings(options), {kTrainerFiles, "train"}),
       loader_(world, session_.loader_config()),
       model_(Shape()),
-      optimizer_(model_->parameters(), torch::optim::AdamWOptions(options.trainer.lr)) {}
+      optimizer_(model_->parameters(), torch::optim::AdamWOptions(options.trainer.lr)),
+      config_tokens_per_step_(session_.loader_config().batch_size *
+                              session_.loader_config().seq_len *
+                              static_cast<uint64_t>(loader_.world_size())) {}
 
 ModelShape Trainer::Shape() const {
   const LoaderConfig& config = session_.loader_config();
@@ -181,6 +196,7 @@ float Trainer::AverageGradients(float loss, bool* stop) {
 
 bool Trainer::Step() {
   Batch next = session_.Next();
+  batches_hash_ = HashTokens(next.tokens, batches_hash_);
   for (size_t d = 0; d < log_tokens_.size(); ++d) log_tokens_[d] += next.dataset_tokens[d];
   const TensorBatch batch = ToTensors(std::move(next));
   const int64_t top = batch.tokens.max().item<int64_t>();
@@ -206,7 +222,7 @@ bool Trainer::Step() {
     torch::nn::utils::clip_grad_norm_(model_->parameters(), options_.trainer.clip);
   optimizer_.step();
 
-  tokens_trained_ += batch.inputs().numel() * static_cast<uint64_t>(size_);
+  tokens_trained_ += config_tokens_per_step_;
   ++steps_run_;
   if (first_losses_.size() < 10) first_losses_.push_back(mean_loss);
   last_losses_.push_back(mean_loss);
@@ -221,12 +237,27 @@ void Trainer::WriteFiles(const std::string& step_dir) {
                     ModelChecksum(model_), options_.trainer.warmup, options_.trainer.clip});
 }
 
+// A parallel layout's promise: the members of a replica took the same batches since the last
+// line (the whole rows, whatever part of them context parallelism gives each). Collective.
+void Trainer::CheckReplica() {
+  const uint64_t mine[2] = {batches_hash_, ~batches_hash_};
+  uint64_t most[2] = {0, 0};
+  MPI_Allreduce(mine, most, 2, MPI_UINT64_T, MPI_MAX, loader_.replica_comm());
+  batches_hash_ = kHashStart;
+  FailTogether(world_, [&] {
+    if (most[0] == mine[0] && most[1] == mine[1]) return;
+    throw Error(fmt::format("rank {}: the ranks of its replica took other batches by step {}",
+                            rank_, loader_.step()));
+  });
+}
+
 void Trainer::LogProgress() {
+  CheckReplica();
   const LoaderConfig& config = session_.loader_config();
   const double now = session_.seconds();
   const double interval = now - last_log_time_;
   const uint64_t steps = steps_run_ - last_log_steps_;
-  const double tokens = static_cast<double>(steps) * config.batch_size * config.seq_len * size_;
+  const double tokens = static_cast<double>(steps * config_tokens_per_step_);
   const std::string mixing = MixingText();
   spdlog::info("train: step {}/{} loss {:.3f} | {:.1f}k tokens/s | data wait {:.1f}% | {}",
                loader_.step(), options_.run.steps, last_losses_.back(),
@@ -256,8 +287,7 @@ std::string Trainer::MixingText() {
 // The trainer's figures of the result line, beside the session's.
 nlohmann::json Trainer::Fields(const std::string& checksum) const {
   const LoaderConfig& config = session_.loader_config();
-  const uint64_t tokens =
-      steps_run_ * config.batch_size * config.seq_len * static_cast<uint64_t>(size_);
+  const uint64_t tokens = steps_run_ * config_tokens_per_step_;
   const double seconds = session_.seconds();
   return {
       {"loss_start",

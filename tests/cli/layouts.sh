@@ -4,7 +4,9 @@
 # tp=2 (dp 4) to step 26, saved 24; no layout (dp 8) to 38, saved 36; tp=8 (dp 1) with every
 # rank reading for itself to 50 -- holds one checkpoint file and one trace per data-parallel rank
 # at every step, and `stoker audit` finds every token of the chain exactly once, epoch 0 of
-# every dataset whole. A layout that does not divide the job is refused with one message.
+# every dataset whole; `stoker inspect` names a step's layout; the example trainer at tp 2 x dp 2
+# checks that its replicas take the same batches. A layout that does not divide the job is
+# refused with one message.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
 source "$(dirname "$0")/../common/test_lib.sh"
@@ -64,6 +66,25 @@ for name, d in report["datasets"].items():
     assert first["whole_documents"] == d["nonempty_docs"], (name, first)
 PY
 echo "ok: the chain tp=4 -> tp=2 -> dp 8 -> tp=8 audits clean, epoch 0 of every dataset whole"
+
+# The example trainer under a layout: 4 ranks as 2 replicas of tp 2. Its members check at every
+# log line that they took the same batches, and at the end that they hold the same weights; the
+# tokens it trained on count each replica's once.
+if [ -n "${STOKER_TRAIN:-}" ]; then
+  timeout 120 $MPIRUN -np 4 "$STOKER_TRAIN" --data "$corpus" --seq-len 32 --batch-size 2 \
+    --steps 6 --layout tp=2 --dim 16 --layers 1 --heads 2 --log-every 2 \
+    > "$work/train.out" 2> "$work/train.err" ||
+    { cat "$work/train.out" "$work/train.err" >&2; fail "stoker-train --layout tp=2"; }
+  python3 - "$work/train.out" <<'PY' || fail "stoker-train --layout tp=2: $(tail -c 2000 "$work/train.out")"
+import json, sys
+result = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+assert result["tokens"] == 6 * 2 * 32 * 2, result  # steps x rows x seq_len x dp
+assert result["model_checksum"], result
+PY
+  [ "$(grep -c 'train: step [246]/6' "$work/train.err")" = 3 ] ||
+    fail "stoker-train --layout tp=2 logged no 3 lines: $(cat "$work/train.err")"
+  echo "ok: stoker-train at tp=2 x dp 2: replicas hold the same batches and weights"
+fi
 
 rc=0
 timeout 60 $MPIRUN -np 8 "$STOKER" run --data "$corpus" --seq-len 32 --steps 2 --layout tp=3 \
