@@ -34,6 +34,7 @@ class ByteWriter {
   requires std::is_arithmetic_v<T>
   void PutArray(const std::vector<T>& values) {
     Put<uint64_t>(values.size());
+    if (values.empty()) return;
     bytes_.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
   }
   void Reserve(size_t bytes) { bytes_.reserve(bytes); }
@@ -68,7 +69,7 @@ class ByteReader {
     const auto n = Get<uint64_t>();
     STOKER_ASSERT(n <= (bytes_.size() - pos_) / sizeof(T), "byte stream ends early");
     std::vector<T> values(n);
-    std::memcpy(values.data(), bytes_.data() + pos_, n * sizeof(T));
+    if (n > 0) std::memcpy(values.data(), bytes_.data() + pos_, n * sizeof(T));
     pos_ += n * sizeof(T);
     return values;
   }
