@@ -6,7 +6,7 @@
 #   scripts/sanitize.sh thread [ctest args...]              -> build-tsan/
 #       ThreadSanitizer: the threaded parts, i.e. the Loader's reading (prefetch) thread and the
 #       background checkpoint writer (MPI loader, checkpoint and faults tests at 1, 2 and 4
-#       ranks) and the unit tests that start threads (HDF5 layer: concurrent readers, a writer;
+#       ranks; the layouts' test at 8) and the unit tests that start threads (HDF5 layer: concurrent readers, a writer;
 #       the read queue's engines: reader threads and io_uring).
 # Each: configure (scripts/sanitizer_build.sh: STOKER_SANITIZE, no libtorch, no benchmarks; the
 # ASan build with clang, as it also holds the fuzz targets of scripts/fuzz.sh), build only the
@@ -57,12 +57,13 @@ case "$kind" in
   thread)
     build_dir=${STOKER_TSAN_BUILD_DIR:-build-tsan}
     fixed_targets=(unit_tests)
-    mpi_pattern='mpi_(loader|checkpoint|faults)_test'
+    mpi_pattern='mpi_(loader|checkpoint|faults|layout)_test'
     # The unit tests that start threads (readers and a writer through the HDF5 layer; the read
     # queue's pool of reader threads), and the MPI tests of the Loader: its reading thread, the
     # checkpoint writer's thread, and errors (injected I/O faults) crossing from those threads to
-    # the trainer's.
-    tests='^(unit\.(H5Test\.Threads|Engines/ReadQueueTest\.)|mpi\.(loader|checkpoint|faults)\.)'
+    # the trainer's; and the layouts' broadcast of a replica's batches (nonblocking broadcasts on
+    # the trainer's thread beside the reading thread; 8 s here).
+    tests='^(unit\.(H5Test\.Threads|Engines/ReadQueueTest\.)|mpi\.(loader|checkpoint|faults|layout)\.)'
     exclude='^$'
     ;;
   *) echo "sanitize: unknown configuration '$kind' (address,undefined or thread)" >&2; exit 2 ;;
