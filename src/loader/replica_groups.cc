@@ -20,31 +20,45 @@ bool HasLayout(const LoaderConfig& config) {
          config.replica_comm != MPI_COMM_NULL;
 }
 
-// Whether every rank of `comm` gives the same `value`.
+// Whether every rank of `comm` gives the same `value` (both collectives on every rank).
 bool SameEverywhere(const mpi::Comm& comm, uint64_t value) {
-  return comm.Max(value) == value && comm.Max(UINT64_MAX - value) == UINT64_MAX - value;
+  const uint64_t most = comm.Max(value);
+  const uint64_t least = UINT64_MAX - comm.Max(UINT64_MAX - value);
+  return most == least;
 }
 
-// The given communicators' problem, or "": checked by every rank of `comm` (collective).
+// The given communicators' problem, or "". Collective over `comm`, `dp` and `replica`: every
+// check runs on every rank before any answer, so that no rank leaves a collective the others
+// are in.
 std::string CommsProblem(const mpi::Comm& comm, const mpi::Comm& dp, const mpi::Comm& replica) {
-  const uint64_t held = comm.Max(static_cast<uint64_t>(dp.size()) * replica.size());
-  if (held != static_cast<uint64_t>(comm.size()) ||
-      !SameEverywhere(comm, static_cast<uint64_t>(dp.size()) * replica.size())) {
+  const uint64_t product = static_cast<uint64_t>(dp.size()) * replica.size();
+  const bool fits = SameEverywhere(comm, product) && product == static_cast<uint64_t>(comm.size());
+  const bool replica_at_one_dp = SameEverywhere(replica, static_cast<uint64_t>(dp.rank()));
+  const bool dp_at_one_place = SameEverywhere(dp, static_cast<uint64_t>(replica.rank()));
+  if (!fits) {
     return fmt::format(
         "data_parallel_comm of {} ranks and replica_comm of {} on rank {} do not make a job of {} "
         "ranks: the data-parallel size times the replica size must be the number of ranks, on "
         "every rank",
         dp.size(), replica.size(), comm.rank(), comm.size());
   }
-  if (!SameEverywhere(replica, static_cast<uint64_t>(dp.rank()))) {
+  if (!replica_at_one_dp) {
     return "the members of a replica_comm are at other ranks of their data_parallel_comm: a "
            "replica's ranks must all be data-parallel rank d of their groups";
   }
-  if (!SameEverywhere(dp, static_cast<uint64_t>(replica.rank()))) {
+  if (!dp_at_one_place) {
     return "the members of a data_parallel_comm are at other ranks of their replica_comm: a "
            "data-parallel group's ranks must all hold one place in their replicas";
   }
   return "";
+}
+
+// The size of `group` and this rank's place in it (none given: a group of one).
+void SizeAndRank(MPI_Comm group, int* size, int* rank) {
+  if (group == MPI_COMM_NULL) return;
+  const mpi::Comm comm(group);
+  *size = comm.size();
+  *rank = comm.rank();
 }
 
 }  // namespace
@@ -72,18 +86,10 @@ ReplicaGroups ResolveReplicaGroups(const mpi::Comm& comm, const LoaderConfig& co
     mpi::FailTogether(comm, [&] {
       if (!problem.empty()) throw ConfigError(problem);
     });
-    if (config.context_parallel_comm != MPI_COMM_NULL) {
-      const mpi::Comm context(config.context_parallel_comm);
-      groups.context_size = context.size();
-      groups.context_rank = context.rank();
-    }
+    SizeAndRank(config.context_parallel_comm, &groups.context_size, &groups.context_rank);
+    SizeAndRank(config.pipeline_parallel_comm, &groups.pipeline_size, &groups.pipeline_rank);
     groups.layout =
         fmt::format("dp={},replica={}", groups.data_parallel.size(), groups.replica->size());
-    if (config.pipeline_parallel_comm != MPI_COMM_NULL) {
-      const mpi::Comm pipeline(config.pipeline_parallel_comm);
-      groups.pipeline_size = pipeline.size();
-      groups.pipeline_rank = pipeline.rank();
-    }
   } else {
     ParallelLayout layout;
     mpi::FailTogether(comm, [&] { layout = ParseLayout(config.layout).Fit(comm.size()); });
