@@ -14,6 +14,7 @@
 
 #include <mpi.h>
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,7 +46,14 @@ struct ParallelLayout {
   // The replica of `rank` (its dp coordinate) and its rank within the replica group.
   int Replica(int rank) const { return Coordinate(rank, "dp"); }
   int RankInReplica(int rank) const;
+  // Which group of ranks that average their gradients holds `rank`: the ranks of the same tp
+  // and pp coordinates (dp x cp ranks, as Megatron's data-parallel group with context
+  // parallelism: each cp rank's gradients are of its part of the rows).
+  int GradientGroup(int rank) const;
   std::string Text() const;  // "tp=2,cp=2,dp=4,pp=2"
+
+ private:
+  int PositionWithout(int rank, std::initializer_list<std::string_view> skipped) const;
 };
 
 // Parses "tp=2,cp=2,dp=4,pp=2": names tp, cp, dp and pp, each at most once, each a size of at
@@ -55,11 +63,14 @@ struct ParallelLayout {
 ParallelLayout ParseLayout(const std::string& text);
 
 // The communicators of a layout, for this rank: its data-parallel group (the ranks of the same
-// tp, cp and pp coordinates, numbered by dp coordinate) and its replica group (the ranks of its
-// dp coordinate, numbered as in `comm`). The caller frees both (MPI_Comm_free).
+// tp, cp and pp coordinates, numbered by dp coordinate), its replica group (the ranks of its
+// dp coordinate, numbered as in `comm`) and its gradient group (ParallelLayout::GradientGroup,
+// numbered as in `comm`), over which a trainer averages its gradients. The caller frees all
+// three (MPI_Comm_free).
 struct LayoutComms {
   MPI_Comm data_parallel = MPI_COMM_NULL;
   MPI_Comm replica = MPI_COMM_NULL;
+  MPI_Comm gradient = MPI_COMM_NULL;
 };
 
 // Collective over `comm`. ConfigError on every rank when the layout does not fit the world

@@ -53,8 +53,11 @@ struct RunSettings {
   LoaderConfig loader;           // --data, --seq-len, ... (resume_from: the session's to set)
   std::string weights;           // --weights as typed (LoaderConfig::SetMixing at the check)
   std::string weights_schedule;  // --weights-schedule as typed
-  uint64_t steps = 300;          // stop after this global step
-  std::string checkpoint_dir;    // step-<N>/ folders go here (empty: no checkpoints)
+  // --tensor-parallel, --context-parallel, --pipeline-parallel: the sizes of a parallel layout
+  // in Megatron's rank order (tp, cp, dp, pp; dp the rest of the job), instead of loader.layout.
+  int tensor_parallel = 1, context_parallel = 1, pipeline_parallel = 1;
+  uint64_t steps = 300;        // stop after this global step
+  std::string checkpoint_dir;  // step-<N>/ folders go here (empty: no checkpoints)
   // A step folder every `save_every` global steps (0: none on a schedule). A run with save_last
   // also saves its last step; a run that saves at all (Saves) saves the step a stop signal
   // ends it at.
@@ -82,9 +85,14 @@ struct RunSettings {
   // the end (then a stop signal's step is saved too).
   bool Saves() const { return !checkpoint_dir.empty() && (save_every > 0 || save_last); }
 
+  // The Loader's layout: loader.layout, or "tp=T,cp=C,pp=P" of the three sizes when one of them
+  // is above 1; empty for none (every rank a replica of its own).
+  std::string Layout() const;
+
   // Every problem that shows without MPI and without reading the corpus, one line each, named
   // by flag: the Loader's (LoaderConfig::Problems), weights that do not parse, a missing --data
-  // folder, --steps 0, --resume, --start-over or a given --save-every above 0 without
+  // folder, --layout beside one of the three sizes, a size below 1, --steps 0, --resume,
+  // --start-over or a given --save-every above 0 without
   // --checkpoint-dir, --resume and --start-over both, a
   // --result file that cannot be written (probed: a file is created beside it and removed).
   // Problems are named by flag, each followed by the origins of the flags it names.

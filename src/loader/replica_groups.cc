@@ -99,7 +99,8 @@ ReplicaGroups ResolveReplicaGroups(const mpi::Comm& comm, const LoaderConfig& co
     groups.pipeline_rank = layout.Coordinate(comm.rank(), "pp");
     groups.layout = layout.Text();
     LayoutComms made = MakeLayoutComms(comm.get(), layout);
-    const UniqueHandle<mpi::CommTraits> data_parallel(made.data_parallel), replica(made.replica);
+    const UniqueHandle<mpi::CommTraits> data_parallel(made.data_parallel), replica(made.replica),
+        gradient(made.gradient);
     groups.data_parallel = mpi::Comm(made.data_parallel);
     groups.replica.emplace(made.replica);
   }

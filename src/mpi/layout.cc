@@ -51,16 +51,23 @@ int ParallelLayout::Coordinate(int rank, const std::string& name) const {
   return 0;
 }
 
-// The replica's ranks in job order: counted by the coordinates other than dp, fastest first.
-int ParallelLayout::RankInReplica(int rank) const {
+// `rank` counted by its coordinates but those of `skipped`, the first dimension fastest: its
+// position in the group of ranks that differ only along `skipped`.
+int ParallelLayout::PositionWithout(int rank,
+                                    std::initializer_list<std::string_view> skipped) const {
   long long position = 0, stride = 1;
   for (const Dimension& d : dimensions) {
-    if (d.name == "dp") continue;
+    if (std::find(skipped.begin(), skipped.end(), d.name) != skipped.end()) continue;
     position += stride * Coordinate(rank, d.name);
     stride *= d.size;
   }
   return static_cast<int>(position);
 }
+
+// The replica's ranks in job order: counted by the coordinates other than dp, fastest first.
+int ParallelLayout::RankInReplica(int rank) const { return PositionWithout(rank, {"dp"}); }
+
+int ParallelLayout::GradientGroup(int rank) const { return PositionWithout(rank, {"dp", "cp"}); }
 
 std::string ParallelLayout::Text() const {
   std::vector<std::string> parts;
@@ -139,6 +146,8 @@ LayoutComms MakeLayoutComms(MPI_Comm comm, const ParallelLayout& given) {
                             &out.data_parallel),
              "MPI_Comm_split");
   mpi::Check(MPI_Comm_split(world.get(), layout.Replica(rank), rank, &out.replica),
+             "MPI_Comm_split");
+  mpi::Check(MPI_Comm_split(world.get(), layout.GradientGroup(rank), rank, &out.gradient),
              "MPI_Comm_split");
   return out;
 }

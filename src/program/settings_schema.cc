@@ -124,8 +124,23 @@ const Setting kData[] = {
      "the ranks) or tp=2,cp=2,dp=4,pp=2. The ranks of one model replica (one dp coordinate) "
      "get the same batches, each context-parallel rank its part of every row (--seq-len a "
      "multiple of 2 x cp); step folders and traces hold a file per data-parallel rank "
-     "(docs/loader.md, \"Parallel layouts\"). Default: every rank a replica of its own",
+     "(docs/loader.md, \"Parallel layouts\"). Default: every rank a replica of its own, or the "
+     "layout of --tensor-parallel, --context-parallel and --pipeline-parallel",
      [](CLI::App* a, const Setting& s, S* v) { return Maybe(a, s, v->run.loader.layout); }},
+    {"tensor_parallel", "--tensor-parallel", "TENSOR_PARALLEL", "ranks", "data", kBoth, kLoader,
+     false,
+     "Tensor-parallel size: with --context-parallel and --pipeline-parallel, the layout "
+     "tp=T,cp=C,pp=P in Megatron's rank order (tp fastest, dp the rest of the ranks, before pp); "
+     "instead of --layout",
+     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->run.tensor_parallel); }},
+    {"context_parallel", "--context-parallel", "CONTEXT_PARALLEL", "ranks", "data", kBoth, kLoader,
+     false,
+     "Context-parallel size: each of its ranks takes 2 of 2 x C chunks of every row (--seq-len "
+     "a multiple of 2 x C); see --tensor-parallel",
+     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->run.context_parallel); }},
+    {"pipeline_parallel", "--pipeline-parallel", "PIPELINE_PARALLEL", "ranks", "data", kBoth,
+     kLoader, false, "Pipeline-parallel size (stages); see --tensor-parallel",
+     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->run.pipeline_parallel); }},
     {"replica_feed", "--replica-feed", "REPLICA_FEED", "", "data", kBoth, kLoader, false,
      "With --layout, how the ranks of a replica get its batches: broadcast (its first rank reads "
      "them and broadcasts each a step ahead) or read (every rank reads them itself)",
@@ -133,7 +148,7 @@ const Setting kData[] = {
        return Named(a, s, v->run.loader.replica_feed,
                     {ReplicaFeed::kBroadcast, ReplicaFeed::kReadEach}, ReplicaFeedName);
      }},
-    {"fields_by_stage", "--fields-by-stage", "", "", "data", kBoth, kLoader, false,
+    {"fields_by_stage", "--fields-by-stage", "", "", "data", kRun, kLoader, false,
      "With --layout and pp > 1, each pipeline stage takes only what it uses: the first the rows "
      "and the fields of the inputs, the last the rows and the loss mask, the stages between "
      "nothing (no read, no broadcast)",

@@ -120,8 +120,8 @@ void BindFunctions(py::module_& m) {
   // The groups of a layout (stoker/layout.h) as Fortran handles, for mpi4py's Comm.f2py.
   m.def("layout_comms", [](int64_t comm, const std::string& layout) {
     const LayoutComms made = MakeLayoutComms(CommOf(comm), ParseLayout(layout));
-    return std::pair<int64_t, int64_t>(MPI_Comm_c2f(made.data_parallel),
-                                       MPI_Comm_c2f(made.replica));
+    return std::vector<int64_t>{MPI_Comm_c2f(made.data_parallel), MPI_Comm_c2f(made.replica),
+                                MPI_Comm_c2f(made.gradient)};
   });
   m.def(
       "find_resume_step",

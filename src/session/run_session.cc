@@ -99,6 +99,7 @@ RunSession::Impl::Impl(MPI_Comm world, RunSettings s, TrainerFiles f)
     : comm(world), settings(std::move(s)), files(std::move(f)), config(settings.loader) {
   mpi::RequireAgreement(comm, RunSharedSettings(settings), "run settings differ between ranks");
   config.SetMixing(settings.weights, settings.weights_schedule);  // checked by Problems
+  config.layout = settings.Layout();
   if (!settings.origins.empty() && comm.rank() == 0) {
     std::vector<std::string> origins;
     for (const auto& [flag, origin] : settings.origins) {

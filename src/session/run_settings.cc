@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 
@@ -43,6 +44,24 @@ bool NamesFlag(const std::string& text, const std::string& flag) {
   return false;
 }
 
+// The problems of --layout and the three sizes that stand for one.
+std::vector<std::string> LayoutProblems(const RunSettings& s) {
+  std::vector<std::string> problems;
+  const std::pair<const char*, int> sizes[] = {{"--tensor-parallel", s.tensor_parallel},
+                                               {"--context-parallel", s.context_parallel},
+                                               {"--pipeline-parallel", s.pipeline_parallel}};
+  for (const auto& [flag, size] : sizes) {
+    if (size < 1) problems.push_back(fmt::format("{} {}: a size is at least 1", flag, size));
+    if (size > 1 && !s.loader.layout.empty()) {
+      problems.push_back(
+          fmt::format("--layout and {} exclude each other: give the sizes in one "
+                      "of the two ways",
+                      flag));
+    }
+  }
+  return problems;
+}
+
 }  // namespace
 
 std::string RunSettings::NameOrigins(std::string problem) const {
@@ -54,9 +73,18 @@ std::string RunSettings::NameOrigins(std::string problem) const {
   return problem;
 }
 
+std::string RunSettings::Layout() const {
+  if (!loader.layout.empty() ||
+      std::max({tensor_parallel, context_parallel, pipeline_parallel}) <= 1) {
+    return loader.layout;
+  }
+  return fmt::format("tp={},cp={},pp={}", tensor_parallel, context_parallel, pipeline_parallel);
+}
+
 std::vector<std::string> RunSettings::Problems() const {
-  std::vector<std::string> problems;
+  std::vector<std::string> problems = LayoutProblems(*this);
   LoaderConfig config = loader;
+  config.layout = Layout();
   try {
     config.SetMixing(weights, weights_schedule);
   } catch (const ConfigError& e) {

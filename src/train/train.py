@@ -10,6 +10,10 @@ CHECKPOINT_DIR/step-<N>/ (model.pt, optimizer.pt, trainer.json, loader/), every 
 steps, at the last step and when SIGUSR1 or SIGTERM asks the run to stop: every rank stops at
 the same step and saves it. --resume goes on from the newest complete step on any number of
 ranks (the loader redistributes its state). --doc-mask attends only within each document.
+Under a parallel layout (--layout, or --tensor-parallel, --context-parallel, --pipeline-parallel)
+every rank still runs the whole model: the ranks of a replica take the same batches (checked at
+every log line), each context-parallel rank its part of every row, and gradients are averaged
+over the ranks of one tp and pp coordinate (dp x cp) only.
 
 It takes stoker-train's flags, variables and defaults, from the same schema and the same C++
 code (stoker.parse_settings; `stoker settings` lists them), so the job scripts run it with

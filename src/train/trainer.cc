@@ -10,6 +10,7 @@
 
 #include "stoker/collective.h"
 #include "stoker/error.h"
+#include "stoker/layout.h"
 #include "stoker/torch.h"
 #include "stoker/weights.h"
 #include "train/collectives.h"
@@ -68,9 +69,25 @@ uint64_t HashTokens(const std::vector<int64_t>& tokens, uint64_t hash) {
   return hash;
 }
 
+// The ranks that average their gradients: under a layout, the ranks of this rank's tp and pp
+// coordinates (dp x cp: each cp rank's gradients are of its part of the rows); else the world.
+// Collective over `world`; the caller frees a group other than `world`.
+MPI_Comm GradientGroup(MPI_Comm world, const std::string& layout) {
+  if (layout.empty()) return world;
+  LayoutComms comms = MakeLayoutComms(world, ParseLayout(layout));
+  MPI_Comm_free(&comms.data_parallel);
+  MPI_Comm_free(&comms.replica);
+  return comms.gradient;
+}
+
 class Trainer {
  public:
   Trainer(const TrainOptions& options, MPI_Comm world);
+  ~Trainer() {
+    if (gradient_ != world_) MPI_Comm_free(&gradient_);
+  }
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
   int Run();
 
  private:
@@ -82,7 +99,8 @@ class Trainer {
   // One step: the next batch, forward, backward, averaged gradients, update. Returns whether
   // the ranks agreed to stop (a signal reached one of them).
   bool Step();
-  // Sums every gradient, the loss and the stop votes over the ranks; returns the mean loss.
+  // Averages the gradients over the gradient group, the loss and the stop votes over the job;
+  // returns the mean loss.
   float AverageGradients(float loss, bool* stop);
   // Rank 0's part of a save (RunSession::EndStep and Finish call it).
   void WriteFiles(const std::string& step_dir);
@@ -100,6 +118,7 @@ class Trainer {
   int rank_ = 0, size_ = 1;
   RunSession session_;
   Loader loader_;
+  MPI_Comm gradient_;  // GradientGroup
   TinyLm model_;
   torch::optim::AdamW optimizer_;
   uint64_t tokens_trained_ = 0;
@@ -123,6 +142,7 @@ Trainer::Trainer(const TrainOptions& options, MPI_Comm world)
       size_(SizeOf(world)),
       session_(world, SessionSettings(options), {kTrainerFiles, "train"}),
       loader_(world, session_.loader_config()),
+      gradient_(GradientGroup(world, session_.loader_config().layout)),
       model_(Shape()),
       optimizer_(model_->parameters(), torch::optim::AdamWOptions(options.trainer.lr)),
       config_tokens_per_step_(session_.loader_config().batch_size *
@@ -180,18 +200,19 @@ void Trainer::Start() {
 float Trainer::AverageGradients(float loss, bool* stop) {
   std::vector<torch::Tensor> parts;
   for (const torch::Tensor& p : model_->parameters()) parts.push_back(p.grad().reshape({-1}));
-  parts.push_back(torch::tensor({loss, *stop ? 1.0f : 0.0f}));
   torch::Tensor flat = torch::cat(parts);
   MPI_Allreduce(MPI_IN_PLACE, flat.data_ptr<float>(), static_cast<int>(flat.numel()), MPI_FLOAT,
-                MPI_SUM, world_);
-  flat.div_(static_cast<float>(size_));
+                MPI_SUM, gradient_);
+  flat.div_(static_cast<float>(SizeOf(gradient_)));
   int64_t at = 0;
   for (const torch::Tensor& p : model_->parameters()) {
     p.grad().copy_(flat.narrow(0, at, p.numel()).view_as(p));
     at += p.numel();
   }
-  *stop = flat[at + 1].item<float>() > 0;
-  return flat[at].item<float>();
+  float votes[2] = {loss, *stop ? 1.0f : 0.0f};
+  MPI_Allreduce(MPI_IN_PLACE, votes, 2, MPI_FLOAT, MPI_SUM, world_);
+  *stop = votes[1] > 0;
+  return votes[0] / static_cast<float>(size_);
 }
 
 bool Trainer::Step() {

@@ -1,7 +1,13 @@
 // stoker-train: an example data-parallel trainer on stoker's Loader and RunSession. Every rank
 // holds the same tiny causal language model (train/model.h), trains it on its own batches and
-// averages the gradients with one MPI all-reduce per step, so the replicas stay equal; the
-// all-reduce also carries the session's stop flag. The session saves model, optimizer and loader
+// averages the gradients with one MPI all-reduce per step, so the replicas stay equal; a second,
+// small one carries the loss and the session's stop flag over the job. Under a parallel layout
+// (--layout, or --tensor-parallel, --context-parallel, --pipeline-parallel) every rank still runs
+// the whole model (the example splits no layer): the ranks of a replica take the same batches,
+// each context-parallel rank its part of every row, and the gradients are averaged over the
+// ranks of one tp and pp coordinate (dp x cp) only; at every log line the ranks of a replica
+// check that they took the same batches, and at the end every rank that it holds the same
+// weights. The session saves model, optimizer and loader
 // state into one step folder every K steps, resumes from the newest complete one on any number
 // of ranks, and stops cleanly on SIGUSR1 or SIGTERM (a preemption warning): all ranks stop at the
 // same step, save it and exit 0.

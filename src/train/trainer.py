@@ -5,6 +5,7 @@ Collective over the MPI world; the same steps, logs and result line as stoker-tr
 (src/train/trainer.cc), so that jobs/ and its tests treat both alike.
 """
 
+import hashlib
 import os
 import socket
 from collections import deque
@@ -56,6 +57,24 @@ def start_gloo(comm):
                             timeout=timeout)
 
 
+def gradient_group(comm, layout):
+    """The gloo group of the ranks that average their gradients (made on every rank, as
+    torch.distributed requires) and this rank's replica group (mpi4py, None without a layout).
+    Under a layout: the ranks of this rank's tp and pp coordinates (dp x cp, stoker.layout_comms);
+    else the whole job (None: the default group)."""
+    if not layout:
+        return None, None
+    comms = stoker.layout_comms(layout, comm)
+    mine = tuple(comms.gradient.allgather(comm.rank))
+    comms.data_parallel.Free()
+    comms.gradient.Free()
+    group = None
+    for ranks in sorted(set(comm.allgather(mine))):  # every group, in one order on every rank
+        made = dist.new_group(list(ranks))
+        group = made if comm.rank in ranks else group
+    return group, comms.replica
+
+
 class Trainer:
     def __init__(self, settings, comm, session, log):
         """``settings``: stoker.parse_settings's; ``session``: the run's stoker.RunSession (its
@@ -70,6 +89,9 @@ class Trainer:
         self.model = TinyLm(self.shape)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.hp.lr)
         self.tokens_trained, self.steps_run = 0, 0
+        # A step's tokens over the job: a replica's counted once (its data-parallel rank's).
+        self.tokens_per_step = self.cfg.batch_size * self.cfg.seq_len * self.loader.world_size
+        self.batches_hash = hashlib.blake2b(digest_size=16)  # since the last log line
         self.first_losses, self.last_losses = [], deque(maxlen=10)
 
     def _shape(self):
@@ -99,14 +121,16 @@ class Trainer:
                     self.log(self.comm, f"train: changed at this resume: --{key} "
                                         f"{meta.get(key)} -> {getattr(self.hp, key)}")
         start_gloo(self.comm)
-        # Also makes rank 0's parameters law on every rank (the same seed built them all).
-        self.ddp = DistributedDataParallel(self.model)
+        group, self.replica = gradient_group(self.comm, self.session.layout)
+        # Also makes the group's first rank's parameters law in it (the same seed built them all).
+        self.ddp = DistributedDataParallel(self.model, process_group=group)
         self.session.start()
 
     def step(self):
         """One step: batch, forward, backward (gradients averaged by DDP), update. Returns
         whether the ranks agreed to stop (a signal reached one of them)."""
         batch = next(self.session)
+        self.batches_hash.update(batch["tokens"].numpy().tobytes())
         top = int(batch["tokens"].max())
         if top >= self.shape.vocab:
             raise stoker.DataError(f"step {batch['step']}: token id {top} is outside the "
@@ -127,7 +151,7 @@ class Trainer:
         self.optimizer.step()
         for name, count in batch["dataset_tokens"].items():
             self.log_tokens[name] = self.log_tokens.get(name, 0) + count
-        self.tokens_trained += batch["input_ids"].numel() * self.size
+        self.tokens_trained += self.tokens_per_step
         self.steps_run += 1
         mean_loss = votes[0].item() / self.size
         if len(self.first_losses) < 10:
@@ -154,14 +178,29 @@ class Trainer:
                 self.log_progress()
             self.session.end_step(stop, self.write_files)
         self.report()
+        if self.replica is not None:
+            self.replica.Free()
         dist.destroy_process_group()
         return 0
 
+    def check_replica(self):
+        """A parallel layout's promise: the ranks of a replica took the same batches since the
+        last line (the whole rows, whatever part of them context parallelism gives each).
+        Collective."""
+        mine, self.batches_hash = self.batches_hash.digest(), hashlib.blake2b(digest_size=16)
+
+        def check():
+            if self.replica is not None and len(set(self.replica.allgather(mine))) > 1:
+                raise stoker.Error(f"rank {self.rank}: the ranks of its replica took other "
+                                   f"batches by step {self.loader.step}")
+        together(self.comm, check)
+
     def log_progress(self):
+        self.check_replica()
         now, waiting = self.session.seconds, self.session.waiting
         then, waited, steps = self.last_log
         interval = now - then
-        tokens = (self.steps_run - steps) * self.cfg.batch_size * self.cfg.seq_len * self.size
+        tokens = (self.steps_run - steps) * self.tokens_per_step
         self.log(self.comm, f"train: step {self.loader.step}/{self.target} loss "
                             f"{self.last_losses[-1]:.3f} | {tokens / interval / 1e3:.1f}k tokens/s"
                             f" | data wait {100 * (waiting - waited) / interval:.1f}%"
@@ -186,7 +225,7 @@ class Trainer:
 
     def fields(self, checksum):
         """The trainer's figures of the result line, beside the session's."""
-        tokens = self.steps_run * self.cfg.batch_size * self.cfg.seq_len * self.size
+        tokens = self.steps_run * self.tokens_per_step
         seconds = self.session.seconds
 
         def mean(values):

@@ -4,13 +4,15 @@
 # tp=2 (dp 4) to step 26, saved 24; no layout (dp 8) to 38, saved 36; tp=8 (dp 1) with every
 # rank reading for itself to 50 -- holds one checkpoint file and one trace per data-parallel rank
 # at every step, and `stoker audit` finds every token of the chain exactly once, epoch 0 of
-# every dataset whole; `stoker inspect` names a step's layout; the example trainer at tp 2 x dp 2
-# checks that its replicas take the same batches. A layout that does not divide the job is
-# refused with one message.
-# Environment: STOKER (the program), MPIRUN (mpirun with its flags).
+# every dataset whole; `stoker inspect` names a step's layout; the example trainers under a
+# layout given by its sizes (below). A layout that does not divide the job is refused with one
+# message, and --layout beside one of the sizes before anything starts.
+# Environment: STOKER (the program), MPIRUN (mpirun with its flags), STOKER_SOURCE (the
+# checkout); STOKER_TRAIN and STOKER_PYTHONPATH (the folder of the stoker package) when built.
 set -euo pipefail
 source "$(dirname "$0")/../common/test_lib.sh"
 : "${STOKER:?STOKER must name the stoker program}" "${MPIRUN:?MPIRUN must name mpirun and its flags}"
+: "${STOKER_SOURCE:?STOKER_SOURCE must name the checkout}"
 
 make_work layouts
 corpus="$work/corpus" tr="$work/trace" ck="$work/ckpt"
@@ -67,23 +69,46 @@ for name, d in report["datasets"].items():
 PY
 echo "ok: the chain tp=4 -> tp=2 -> dp 8 -> tp=8 audits clean, epoch 0 of every dataset whole"
 
-# The example trainer under a layout: 4 ranks as 2 replicas of tp 2. Its members check at every
-# log line that they took the same batches, and at the end that they hold the same weights; the
-# tokens it trained on count each replica's once.
-if [ -n "${STOKER_TRAIN:-}" ]; then
-  timeout 120 $MPIRUN -np 4 "$STOKER_TRAIN" --data "$corpus" --seq-len 32 --batch-size 2 \
-    --steps 6 --layout tp=2 --dim 16 --layers 1 --heads 2 --log-every 2 \
-    > "$work/train.out" 2> "$work/train.err" ||
-    { cat "$work/train.out" "$work/train.err" >&2; fail "stoker-train --layout tp=2"; }
-  python3 - "$work/train.out" <<'PY' || fail "stoker-train --layout tp=2: $(tail -c 2000 "$work/train.out")"
+# The example trainers under a layout. stoker-train at 8 ranks, --tensor-parallel 2
+# --context-parallel 2 (dp 2): the ranks of a replica check at every log line that they took the
+# same batches; each cp rank trains on its part of the rows and the gradients are averaged over
+# the 4 ranks of its tp coordinate, so every rank ends with the same weights (checked by the
+# trainer). train.py by jobs/mpirun/train.sh at 4 ranks, TENSOR_PARALLEL=2 CONTEXT_PARALLEL=2
+# (dp 1) in the environment: the same checks, gradients over the 2 cp ranks of its tp
+# coordinate. Tokens count each replica's once.
+# trained OUT STEPS DP: the result line of OUT trained STEPS steps of 2 rows of 32 at dp DP.
+trained() {
+  python3 - "$@" <<'PY' || fail "the result of $1: $(tail -c 2000 "$1")"
 import json, sys
-result = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
-assert result["tokens"] == 6 * 2 * 32 * 2, result  # steps x rows x seq_len x dp
+out, steps, dp = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+result = json.loads(open(out).read().strip().splitlines()[-1])
+assert result["tokens"] == steps * 2 * 32 * dp, result
 assert result["model_checksum"], result
 PY
+}
+if [ -n "${STOKER_TRAIN:-}" ]; then
+  timeout 180 $MPIRUN -np 8 "$STOKER_TRAIN" --data "$corpus" --seq-len 32 --batch-size 2 \
+    --steps 6 --tensor-parallel 2 --context-parallel 2 --dim 16 --layers 1 --heads 2 \
+    --log-every 2 > "$work/train.out" 2> "$work/train.err" ||
+    { cat "$work/train.out" "$work/train.err" >&2; fail "stoker-train at tp 2 x cp 2"; }
+  trained "$work/train.out" 6 2
   [ "$(grep -c 'train: step [246]/6' "$work/train.err")" = 3 ] ||
-    fail "stoker-train --layout tp=2 logged no 3 lines: $(cat "$work/train.err")"
-  echo "ok: stoker-train at tp=2 x dp 2: replicas hold the same batches and weights"
+    fail "stoker-train at tp 2 x cp 2 logged no 3 lines: $(cat "$work/train.err")"
+  echo "ok: stoker-train at tp 2 x cp 2 x dp 2: replicas hold the same batches and weights"
+fi
+if [ -n "${STOKER_PYTHONPATH:-}" ]; then
+  (unset STOKER_TRAIN  # TRAINER=python's trainer, not the program STOKER_TRAIN names
+   export STOKER MPIRUN PYTHONPATH=$STOKER_PYTHONPATH TRAINER=python NP=4 TENSOR_PARALLEL=2 \
+     CONTEXT_PARALLEL=2 CORPUS=$corpus CHECKPOINT_DIR=$work/py SEQ_LEN=32 BATCH_SIZE=2 STEPS=6 \
+     TRAIN_ARGS="--dim 16 --layers 1 --heads 2 --log-every 2"
+   timeout 180 "$STOKER_SOURCE/jobs/mpirun/train.sh") > "$work/py.out" 2> "$work/py.err" ||
+    { cat "$work/py.out" "$work/py.err" >&2; fail "train.py by train.sh at tp 2 x cp 2"; }
+  trained "$work/py.out" 6 1
+  [ "$(grep -c 'train: step [246]/6' "$work/py.err")" = 3 ] ||
+    fail "train.py at tp 2 x cp 2 logged no 3 lines: $(cat "$work/py.err")"
+  [ "$(files "$work/py/step-6/loader" 'ckpt$')" = "rank-00000-of-00001.ckpt " ] ||
+    fail "train.py's step 6 at tp 2 x cp 2 holds $(files "$work/py/step-6/loader" 'ckpt$')"
+  echo "ok: train.py by jobs/mpirun/train.sh at tp 2 x cp 2: one rank file, replicas equal"
 fi
 
 rc=0
@@ -93,4 +118,10 @@ timeout 60 $MPIRUN -np 8 "$STOKER" run --data "$corpus" --seq-len 32 --steps 2 -
 [ "$(grep -c "layout tp=3,cp=1,pp=1 does not divide the job's 8 ranks" "$work/bad.err")" = 1 ] ||
   fail "--layout tp=3 on 8 ranks is not refused once: $(cat "$work/bad.err")"
 echo "ok: a layout that does not divide the job is refused once"
+rc=0
+"$STOKER" run --data "$corpus" --layout tp=2 --context-parallel 2 > "$work/both.out" \
+  2> "$work/both.err" || rc=$?
+[ "$rc" = 2 ] && grep -q -- "--layout and --context-parallel exclude each other" "$work/both.err" ||
+  fail "--layout beside --context-parallel: exit $rc, $(cat "$work/both.err")"
+echo "ok: --layout beside --context-parallel is refused before the run"
 echo "PASS"

@@ -4,7 +4,8 @@
 // every member of a replica holds the same batch, and the readers together are the flat
 // stream), and under context parallelism each rank its part of every row; the communicators of
 // MakeLayoutComms given instead of the layout do the same; a save under one layout holds one file
-// per data-parallel rank and resumes under another as the flat job's rescale does; SetWeights
+// per data-parallel rank and resumes under another as the flat job's rescale does; the gradient
+// group holds the dp x cp ranks of one tp coordinate; SetWeights
 // reaches every member; layouts that do not fit the job, and ranks that describe it otherwise, are
 // refused on every rank.
 #include "stoker/layout.h"
@@ -183,8 +184,23 @@ TEST_F(LayoutTest, TheCommunicatorsOfALayoutGivenInsteadServeTheSame) {
     Loader loader(MPI_COMM_WORLD, config);
     ExpectFlatAtEachReplica(layout, Pull(loader, 4), flat, "the communicators given");
   }
-  MPI_Comm_free(&comms.data_parallel);
-  MPI_Comm_free(&comms.replica);
+  for (MPI_Comm* made : {&comms.data_parallel, &comms.replica, &comms.gradient})
+    MPI_Comm_free(made);
+}
+
+// The gradient group of tp=2,cp=2,dp=2 (8 ranks): the 4 ranks of this rank's tp coordinate,
+// in job order -- what a trainer averages over when each cp rank computed its part of the rows.
+TEST_F(LayoutTest, TheGradientGroupHoldsTheDataAndContextParallelRanksOfOneTensorRank) {
+  LayoutComms comms = MakeLayoutComms(MPI_COMM_WORLD, ParseLayout("tp=2,cp=2,dp=2"));
+  int size = 0;
+  MPI_Comm_size(comms.gradient, &size);
+  std::vector<int> members(size);
+  const int rank = comm_.rank();
+  MPI_Allgather(&rank, 1, MPI_INT, members.data(), 1, MPI_INT, comms.gradient);
+  const int tp = rank % 2;
+  EXPECT_EQ(members, std::vector<int>({tp, tp + 2, tp + 4, tp + 6}));
+  for (MPI_Comm* made : {&comms.data_parallel, &comms.replica, &comms.gradient})
+    MPI_Comm_free(made);
 }
 
 // Saved at dp 4 x tp 2 (broadcast), resumed at dp 2 x tp 4 (read by every member): what the

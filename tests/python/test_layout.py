@@ -45,13 +45,15 @@ def test_every_member_holds_its_data_parallel_ranks_batches(corpus, feed):
 @four_ranks
 def test_the_communicators_of_layout_comms_serve_the_same(corpus):
     flat = flat_of_two(corpus)
-    data_parallel, replica = stoker.layout_comms("tp=2,dp=2")
-    agree(data_parallel.size == 2 and replica.size == 2, "groups of other sizes")
+    data_parallel, replica, gradient = stoker.layout_comms("tp=2,dp=2")
+    agree((data_parallel.size, replica.size) == (2, 2), "groups of other sizes")
+    agree(gradient.allgather(WORLD.rank) == [WORLD.rank % 2, WORLD.rank % 2 + 2],
+          "the gradient group is not the ranks of this rank's tp coordinate")
     stream = loader(corpus, data_parallel_comm=data_parallel, replica_comm=replica)
     expect_flat_at_each_replica(tokens_of(stream), flat, "the communicators given")
     del stream
-    data_parallel.Free()
-    replica.Free()
+    for made in (data_parallel, replica, gradient):
+        made.Free()
 
 
 @four_ranks

@@ -27,6 +27,11 @@ TEST(Layout, RanksAreNumberedWithTheFirstNameFastest) {
   EXPECT_EQ(layout.Replica(rank), 3);
   // Within its replica (tp, cp and pp; 8 ranks): tp + 2 * (cp + 2 * pp).
   EXPECT_EQ(layout.RankInReplica(rank), 1 + 2 * (0 + 2 * 1));
+  // The ranks that average gradients share tp and pp (dp x cp of them): tp + 2 * pp.
+  EXPECT_EQ(layout.GradientGroup(rank), 1 + 2 * 1);
+  EXPECT_EQ(layout.GradientGroup(rank - 2), layout.GradientGroup(rank));  // another cp
+  EXPECT_EQ(layout.GradientGroup(rank - 4), layout.GradientGroup(rank));  // another dp
+  EXPECT_NE(layout.GradientGroup(rank - 1), layout.GradientGroup(rank));  // another tp
 }
 
 TEST(Layout, NamesLeftOutHaveSizeOneAndAnyOrderIsARankOrder) {

@@ -27,13 +27,13 @@ from ._stoker import (BusyError, ConfigError, DataError, Error, Hdf5Error, Inter
 from ._stoker import init_logging as _init_logging
 from .dataset import LoaderDataset
 from .config import config_problems, parse_weight_schedule, parse_weights
-from .loader import (Loader, find_resume_step, layout_comms, prepare_fresh_start,
+from .loader import (LayoutComms, Loader, find_resume_step, layout_comms, prepare_fresh_start,
                      prepare_resume)
 from .session import (RunSession, check_run_settings, install_stop_handlers, parse_settings,
                       run_settings)
 
 __all__ = [
-    "Loader", "LoaderDataset", "layout_comms", "find_resume_step", "prepare_resume", "prepare_fresh_start",
+    "Loader", "LoaderDataset", "LayoutComms", "layout_comms", "find_resume_step", "prepare_resume", "prepare_fresh_start",
     "RunSession", "run_settings", "parse_settings", "check_run_settings", "install_stop_handlers",
     "config_problems", "parse_weights", "parse_weight_schedule",
     "Error", "ConfigError", "BusyError", "DataError", "IoError", "MpiError", "Hdf5Error",

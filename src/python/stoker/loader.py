@@ -8,7 +8,7 @@ import json
 import os
 import sys
 import weakref
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Union
 
 from mpi4py import MPI
 
@@ -33,14 +33,22 @@ def _handle_or_null(comm: Optional[MPI.Comm]) -> int:
     return (comm if comm is not None else MPI.COMM_NULL).py2f()
 
 
-def layout_comms(layout: str, comm: Optional[MPI.Comm] = None) -> Tuple[MPI.Comm, MPI.Comm]:
-    """This rank's data-parallel group and replica group of a parallel layout (``layout`` of
-    ``Loader``) over ``comm`` (default the world), as mpi4py communicators the caller frees
-    (``Free()``): for a trainer that has no groups of its own yet, to average gradients over the
-    data-parallel group and to pass both to ``Loader``. Collective; ``ConfigError`` on every rank
-    for a layout that does not parse or whose sizes' product is not the size of ``comm``."""
-    data_parallel, replica = _stoker.layout_comms(_handle(comm), str(layout))
-    return MPI.Comm.f2py(data_parallel), MPI.Comm.f2py(replica)
+class LayoutComms(NamedTuple):
+    """The groups of a parallel layout for this rank (stoker/layout.h's LayoutComms)."""
+    data_parallel: MPI.Comm  # the ranks of the same tp, cp and pp coordinates, by dp coordinate
+    replica: MPI.Comm  # the ranks of this rank's dp coordinate: one model replica
+    gradient: MPI.Comm  # the ranks of the same tp and pp coordinates (dp x cp), in job order
+
+
+def layout_comms(layout: str, comm: Optional[MPI.Comm] = None) -> LayoutComms:
+    """This rank's data-parallel, replica and gradient groups of a parallel layout (``layout``
+    of ``Loader``) over ``comm`` (default the world), as mpi4py communicators the caller frees
+    (``Free()``): for a trainer that has no groups of its own yet, to pass the first two to
+    ``Loader`` and to average gradients over the third (with context parallelism each cp rank's
+    gradients are of its part of the rows). Collective; ``ConfigError`` on every rank for a
+    layout that does not parse or whose sizes' product is not the size of ``comm``."""
+    handles = _stoker.layout_comms(_handle(comm), str(layout))
+    return LayoutComms(*(MPI.Comm.f2py(h) for h in handles))
 
 
 class Loader:

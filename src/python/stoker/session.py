@@ -151,6 +151,12 @@ class RunSession:
         return self._session.resumed_from or None
 
     @property
+    def layout(self) -> str:
+        """The run's parallel layout as given (--layout, or the one of --tensor-parallel,
+        --context-parallel and --pipeline-parallel; ``layout_comms`` takes it), "" for none."""
+        return self._session.loader_config.layout
+
+    @property
     def saved_world(self) -> int:
         """The world size that saved ``resumed_from`` (0 for a fresh start)."""
         return self._session.saved_world
