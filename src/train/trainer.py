@@ -6,10 +6,7 @@ Collective over the MPI world; the same steps, logs and result line as stoker-tr
 """
 
 import hashlib
-import os
-import socket
 from collections import deque
-from datetime import timedelta
 
 import stoker
 import torch
@@ -18,6 +15,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from checkpoint_files import load_trainer_files, model_checksum, save_trainer_files
+from rendezvous import start_gloo
 from tiny_lm import Shape, TinyLm
 
 
@@ -36,25 +34,6 @@ def together(comm, body):
         raise (error if isinstance(error, type) and issubclass(error, stoker.Error)
                else stoker.Error)(message)
     return result
-
-
-def start_gloo(comm):
-    """torch.distributed's gloo group over the MPI world: the ranks are MPI's; rank 0 opens the
-    rendezvous store on its host (MASTER_ADDR and MASTER_PORT if set, else its host name and a
-    free port) and sends the address to the others over MPI. A collective waits up to an hour
-    for its slowest rank (gloo's default, 30 minutes, could end a run whose rank waits on cold
-    storage; stoker-train's MPI waits for ever)."""
-    timeout = timedelta(hours=1)
-    host = os.environ.get("MASTER_ADDR") or socket.gethostname()
-    store = None
-    if comm.rank == 0:
-        store = dist.TCPStore(host, int(os.environ.get("MASTER_PORT", 0)), comm.size, True,
-                              timeout, wait_for_workers=False)
-    host, port = comm.bcast((host, store.port) if comm.rank == 0 else None)
-    if comm.rank != 0:
-        store = dist.TCPStore(host, port, comm.size, False, timeout)
-    dist.init_process_group("gloo", store=store, rank=comm.rank, world_size=comm.size,
-                            timeout=timeout)
 
 
 def gradient_group(comm, layout):

@@ -1,0 +1,16 @@
+# shellcheck shell=bash
+# Sourced by the multi-node tests: the test library, the test bed, and multinode_start.
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/../common/test_lib.sh"
+source "$here/testbed.sh"
+
+# multinode_start: 3 nodes of 2 slots (testbed_start: exit 77 where they cannot be made); $work,
+# a folder removed with the test bed; $corpus, a small corpus of two datasets in it.
+multinode_start() {
+  testbed_start 3 2
+  work="$TESTBED_DIR/work"
+  corpus="$work/corpus"
+  mkdir -p "$work"
+  "$STOKER" synth "$corpus" --dataset a:4000:30 --dataset b:2000:50 --files 3 --seed 5 \
+    > "$work/synth.log" 2>&1 || { cat "$work/synth.log" >&2; fail "stoker synth failed"; }
+}
