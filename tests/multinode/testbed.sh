@@ -45,7 +45,8 @@ testbed_skip() {
 }
 
 # Removes what test beds of processes no longer running left behind (a run killed with
-# SIGKILL, say, has no exit trap): namespaces stk<pid>-n<i> and bridges stk<pid>b.
+# SIGKILL, say, has no exit trap): namespaces stk<pid>-n<i>, bridges stk<pid>b, links
+# stk<pid>v<i>.
 _testbed_remove_stale() {
   local ns pid link
   for ns in $(ip netns list 2> /dev/null | awk '{print $1}' | grep -E '^stk[0-9]+-n[0-9]+$'); do
@@ -54,10 +55,12 @@ _testbed_remove_stale() {
     kill -0 "$pid" 2> /dev/null && continue
     _testbed_remove_node "$ns"
   done
-  for link in $(ip -o link show type bridge 2> /dev/null | awk -F': ' '{print $2}' |
-                grep -E '^stk[0-9]+b$'); do
+  # The bridge and the node links (a namespace that processes held when it was deleted may
+  # leave its link's peer behind).
+  for link in $(ip -o link show 2> /dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' |
+                grep -E '^stk[0-9]+(b|v[0-9]+)$'); do
     pid=${link#stk}
-    pid=${pid%b}
+    pid=${pid%%[bv]*}
     kill -0 "$pid" 2> /dev/null || ip link del "$link" 2> /dev/null || true
   done
 }
@@ -73,9 +76,12 @@ _testbed_remove_node() {
 }
 
 testbed_stop() {
-  local ns
+  local i
   [ -n "$_testbed_tag" ] || return 0
-  for ns in "${TESTBED_NODES[@]}"; do _testbed_remove_node "$ns"; done
+  for i in "${!TESTBED_NODES[@]}"; do
+    _testbed_remove_node "${TESTBED_NODES[$i]}"
+    ip link del "${_testbed_tag}v$i" 2> /dev/null || true
+  done
   ip link del "${_testbed_tag}b" 2> /dev/null || true
   [ -z "$TESTBED_DIR" ] || rm -rf "$TESTBED_DIR"
   _testbed_tag=""
