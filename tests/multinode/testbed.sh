@@ -5,7 +5,10 @@
 # processes started in it) and one address on a bridge that only the nodes share. Open MPI
 # launches across them over TCP with a hostfile naming the nodes by address; its remote agent
 # (instead of ssh) enters the node's namespaces. Storage is this machine's file system, shared
-# by every node as a parallel file system would be. Measured facts: ../shared/notes/multinode.md.
+# by every node as a parallel file system would be, but for /tmp: each node has its own, as
+# cluster nodes do (a mount namespace binds TESTBED_DIR/tmp-NODE there), so the state folder and
+# whatever the nodes share live outside /tmp (TESTBED_DIR in TESTBED_TMPDIR, default /var/tmp).
+# Measured facts: ../shared/notes/multinode.md.
 #
 # The nodes hold no route but their bridge's subnet (10.251.0.0/24, nodes at .10, .11, ...): no
 # traffic leaves them for any other address. The bridge has no address of its own, so the
@@ -27,7 +30,8 @@
 #   testbed_on 2 PROGRAM ...            # PROGRAM on node 2 alone
 #   testbed_kill_node 1   # SIGKILL every process of node 1
 #   testbed_link 2 down   # cut node 2's network (up: restore it)
-# Variables: TESTBED_DIR (state: hostfile, agent, mpirun wrapper), TESTBED_NODES (names, also
+# Variables: TESTBED_DIR (the hostfile, the programs, the nodes' /tmp folders, and room for what
+# the nodes share), TESTBED_NODES (names, also
 # their host names), TESTBED_ADDRS (their addresses), TESTBED_SUBNET, TESTBED_HOSTFILE,
 # TESTBED_MPIRUN (a program: mpirun with the hostfile, the agent and the TCP settings; extra
 # mpirun flags go after it).
@@ -45,15 +49,20 @@ testbed_skip() {
 }
 
 # Removes what test beds of processes no longer running left behind (a run killed with
-# SIGKILL, say, has no exit trap): namespaces stk<pid>-n<i>, bridges stk<pid>b, links
-# stk<pid>v<i>.
+# SIGKILL, say, has no exit trap): namespaces stk<pid>-n<i>, state folders
+# stoker-testbed-<pid>.*, bridges stk<pid>b, links stk<pid>v<i>.
 _testbed_remove_stale() {
-  local ns pid link
+  local ns pid link dir
   for ns in $(ip netns list 2> /dev/null | awk '{print $1}' | grep -E '^stk[0-9]+-n[0-9]+$'); do
     pid=${ns#stk}
     pid=${pid%%-*}
     kill -0 "$pid" 2> /dev/null && continue
     _testbed_remove_node "$ns"
+  done
+  for dir in "${TESTBED_TMPDIR:-/var/tmp}"/stoker-testbed-*.*; do
+    pid=${dir##*/stoker-testbed-}
+    pid=${pid%%.*}
+    [ -d "$dir" ] && [[ "$pid" =~ ^[0-9]+$ ]] && ! kill -0 "$pid" 2> /dev/null && rm -rf "$dir"
   done
   # The bridge and the node links (a namespace that processes held when it was deleted may
   # leave its link's peer behind).
@@ -99,7 +108,8 @@ testbed_start() {
   trap testbed_stop EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
-  TESTBED_DIR=$(mktemp -d "${TMPDIR:-/tmp}/stoker-testbed.XXXXXX")
+  TESTBED_DIR=$(mktemp -d "${TESTBED_TMPDIR:-/var/tmp}/stoker-testbed-$$.XXXXXX")
+  chmod 0755 "$TESTBED_DIR"
   ip link add "${_testbed_tag}b" type bridge 2> "$TESTBED_DIR/err" ||
     testbed_skip "no bridge can be made: $(cat "$TESTBED_DIR/err")"
   ip link set "${_testbed_tag}b" up
@@ -117,6 +127,7 @@ testbed_start() {
     ip -n "$ns" link set eth0 up
     ip -n "$ns" link set lo up
     echo "$addr slots=$slots" >> "$TESTBED_DIR/hostfile"
+    mkdir -m 1777 "$TESTBED_DIR/tmp-$ns"
     echo "$ns $addr" >> "$TESTBED_DIR/nodes"
   done
   _testbed_write_programs
@@ -126,38 +137,43 @@ testbed_start() {
   export TESTBED_NODES_TEXT="${TESTBED_NODES[*]}"  # arrays do not cross exec
 }
 
-# The remote agent (called by Open MPI as ssh would be: AGENT HOST COMMAND...; the command is
-# for a shell, as ssh hands it) and the mpirun wrapper.
+# The programs of the test bed: `enter` (ENTER NODE COMMAND...: COMMAND in the node's network,
+# host-name and mount namespaces, with the node's own /tmp), Open MPI's remote agent (called as
+# ssh would be: AGENT HOST COMMAND..., the command for a shell, as ssh hands it) and the mpirun
+# wrapper.
 _testbed_write_programs() {
   local root_flags=""
   [ "$(id -u)" != 0 ] || root_flags="--allow-run-as-root"
+  cat > "$TESTBED_DIR/enter" <<EOF
+#!/bin/sh
+# ENTER NODE COMMAND...: COMMAND on a node of the test bed (its network, host name and /tmp).
+node=\$1
+shift
+exec nsenter --net="/run/netns/\$node" unshare --uts --mount sh -c \\
+  'mount --bind "$TESTBED_DIR/tmp-\$0" /tmp && hostname "\$0" && exec "\$@"' "\$node" "\$@"
+EOF
   cat > "$TESTBED_DIR/agent" <<EOF
 #!/bin/sh
-# Open MPI's remote agent for the test bed: runs COMMAND in the namespaces of node HOST.
+# Open MPI's remote agent for the test bed: runs COMMAND on the node of address HOST.
 host=\$1
 shift
 node=\$(awk -v a="\$host" '\$2 == a {print \$1}' "$TESTBED_DIR/nodes")
 [ -n "\$node" ] || { echo "testbed agent: no node has address \$host" >&2; exit 255; }
-exec ip netns exec "\$node" unshare --uts sh -c "hostname \$node; \$*"
+exec "$TESTBED_DIR/enter" "\$node" sh -c "\$*"
 EOF
   cat > "$TESTBED_DIR/mpirun" <<EOF
 #!/bin/sh
-# mpirun across the test bed's nodes, started inside node 0 (${TESTBED_NODES[0]}).
-exec ip netns exec "${TESTBED_NODES[0]}" unshare --uts sh -c 'hostname "\$0"; exec "\$@"' \\
-  "${TESTBED_NODES[0]}" mpirun $root_flags --hostfile "$TESTBED_DIR/hostfile" \\
-  --mca plm_rsh_agent "$TESTBED_DIR/agent" --mca btl self,vader,tcp \\
-  --mca btl_tcp_if_include $TESTBED_SUBNET --mca oob_tcp_if_include $TESTBED_SUBNET \\
-  --mca btl_base_warn_component_unused 0 "\$@"
+# mpirun across the test bed's nodes, started on node 0 (${TESTBED_NODES[0]}).
+exec "$TESTBED_DIR/enter" "${TESTBED_NODES[0]}" mpirun $root_flags \\
+  --hostfile "$TESTBED_DIR/hostfile" --mca plm_rsh_agent "$TESTBED_DIR/agent" \\
+  --mca btl self,vader,tcp --mca btl_tcp_if_include $TESTBED_SUBNET \\
+  --mca oob_tcp_if_include $TESTBED_SUBNET --mca btl_base_warn_component_unused 0 "\$@"
 EOF
-  chmod +x "$TESTBED_DIR/agent" "$TESTBED_DIR/mpirun"
+  chmod +x "$TESTBED_DIR/enter" "$TESTBED_DIR/agent" "$TESTBED_DIR/mpirun"
 }
 
-# testbed_on I COMMAND [ARGS...]: COMMAND on node I alone (its namespaces, its host name).
-testbed_on() {
-  local node=${TESTBED_NODES[$1]}
-  shift
-  ip netns exec "$node" unshare --uts sh -c 'hostname "$0"; exec "$@"' "$node" "$@"
-}
+# testbed_on I COMMAND [ARGS...]: COMMAND on node I alone (its namespaces, host name and /tmp).
+testbed_on() { "$TESTBED_DIR/enter" "${TESTBED_NODES[$1]}" "${@:2}"; }
 
 # testbed_kill_node I: SIGKILL every process of node I, as a node that dies.
 testbed_kill_node() {
