@@ -20,11 +20,18 @@
 # (sbatch, squeue, ...) find this cluster through SLURM_CONF, exported by slurm_start; jobs
 # inherit it. Sets STOKER_SLURM_DIR: the temporary folder (config, state, logs), removed at exit
 # unless STOKER_SLURM_KEEP=1.
+#
+# Several nodes (tests/multinode/testbed.sh), set before slurm_start: STOKER_SLURM_NODES, the
+# nodes as "NAME=ADDRESS ..." (the first also runs slurmctld), STOKER_SLURM_ON_NODE, a program
+# that runs "NAME COMMAND..." on node NAME (the test bed's `enter`), STOKER_SLURM_CPUS per node (default
+# 8), and STOKER_SLURM_BASE, a folder every node sees for STOKER_SLURM_DIR. The clients must then
+# reach the controller: the caller makes sbatch, squeue, ... shell functions that run on a node.
 
 STOKER_SLURM_DIR=""
 STOKER_SLURM_ON_EXIT=${STOKER_SLURM_ON_EXIT:-}
 _slurm_pids=()   # munged, slurmctld, slurmd: in start order
 _slurm_names=()
+_slurm_logs=()
 
 # slurm_skip WHY [LOG]: cannot run Slurm here. Prints why (and the tail of the log), exit 77.
 slurm_skip() {
@@ -74,12 +81,16 @@ _slurm_check_prerequisites() {
 munge slurmctld slurmd slurm-client)"
 }
 
+# The nodes, "NAME=ADDRESS" each: the one of localhost unless STOKER_SLURM_NODES names others.
+_slurm_nodes() { echo "${STOKER_SLURM_NODES:-localhost=127.0.0.1}"; }
+
 _slurm_write_config() {
-  local dir=$1 ctld_port=$2 slurmd_port=$3
+  local dir=$1 ctld_port=$2 slurmd_port=$3 first node names=""
+  first=$(_slurm_nodes | awk '{print $1}')
   cat > "$dir/slurm.conf" <<EOF
-# Written by tests/slurm/cluster.sh: a one-node test cluster living in $dir.
+# Written by tests/slurm/cluster.sh: a test cluster living in $dir.
 ClusterName=stokertest
-SlurmctldHost=localhost
+SlurmctldHost=${first%%=*}(${first#*=})
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
 SlurmUser=root
@@ -102,43 +113,63 @@ SchedulerParameters=batch_sched_delay=0,sched_interval=1
 MinJobAge=3600
 MpiDefault=none
 StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool
+SlurmdSpoolDir=$dir/spool-%n
 SlurmctldPidFile=$dir/slurmctld.pid
-SlurmdPidFile=$dir/slurmd.pid
+SlurmdPidFile=$dir/slurmd-%n.pid
 SlurmctldLogFile=$dir/slurmctld.log
-SlurmdLogFile=$dir/slurmd.log
-NodeName=localhost NodeAddr=127.0.0.1 CPUs=8 State=UNKNOWN
-PartitionName=test Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+SlurmdLogFile=$dir/slurmd-%n.log
 EOF
+  for node in $(_slurm_nodes); do
+    echo "NodeName=${node%%=*} NodeAddr=${node#*=} CPUs=${STOKER_SLURM_CPUS:-8} State=UNKNOWN" \
+      >> "$dir/slurm.conf"
+    mkdir -p "$dir/spool-${node%%=*}"
+    names+="${names:+,}${node%%=*}"
+  done
+  echo "PartitionName=test Nodes=$names Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4" \
+    >> "$dir/slurm.conf"
   printf 'IgnoreSystemd=yes\n' > "$dir/cgroup.conf"
 }
 
-# _slurm_daemon NAME LOG CMD...: starts CMD in the background, records its PID.
+# _slurm_daemon NAME LOG CMD...: starts CMD in the background, records its PID and log.
 _slurm_daemon() {
   local name=$1 log=$2
   shift 2
   "$@" >> "$log" 2>&1 &
   _slurm_pids+=("$!")
   _slurm_names+=("$name")
+  _slurm_logs+=("$log")
 }
 
-# _slurm_alive INDEX LOG: the daemon must still run, or the test is skipped with its log.
+# _slurm_alive INDEX: the daemon must still run, or the test is skipped with its log.
 _slurm_alive() {
   kill -0 "${_slurm_pids[$1]}" 2> /dev/null ||
-    slurm_skip "${_slurm_names[$1]} exited right after starting" "$2"
+    slurm_skip "${_slurm_names[$1]} exited right after starting" "${_slurm_logs[$1]}"
 }
 
+# Every daemon after munged (slurmctld, then each node's slurmd) must still run.
+_slurm_all_alive() {
+  local i
+  for ((i = 1; i < ${#_slurm_pids[@]}; i++)); do _slurm_alive "$i"; done
+}
+
+# Every node idle.
 _slurm_node_idle() {
-  [ "$(sinfo -h -n localhost -o %t 2> /dev/null)" = idle ]
+  [ "$(sinfo -h -N -o %t 2> /dev/null | grep -c '^idle$')" = "$(_slurm_nodes | wc -w)" ]
+}
+
+# _slurm_on NODE COMMAND...: becomes COMMAND on node NODE (on one node: COMMAND here).
+_slurm_on() {
+  if [ -n "${STOKER_SLURM_ON_NODE:-}" ]; then exec "$STOKER_SLURM_ON_NODE" "$@"; fi
+  exec "${@:2}"
 }
 
 slurm_start() {
   _slurm_check_prerequisites
   local started=$SECONDS ports
-  STOKER_SLURM_DIR=$(mktemp -d "${TMPDIR:-/tmp}/stoker-slurm.XXXXXX")
+  STOKER_SLURM_DIR=$(mktemp -d "${STOKER_SLURM_BASE:-${TMPDIR:-/tmp}}/stoker-slurm.XXXXXX")
   # munged wants its socket's folders searchable by all; mktemp makes 0700 folders.
   chmod 0755 "$STOKER_SLURM_DIR"
-  mkdir -p "$STOKER_SLURM_DIR"/{munge,state,spool}
+  mkdir -p "$STOKER_SLURM_DIR"/{munge,state}
   chmod 0755 "$STOKER_SLURM_DIR/munge"
   trap _slurm_exit EXIT
   ports=$(_slurm_free_ports) || slurm_skip "could not find two free TCP ports"
@@ -151,22 +182,24 @@ slurm_start() {
     --socket="$d/munge/munge.socket" --key-file="$d/munge/munge.key" \
     --pid-file="$d/munge/munged.pid" --log-file="$d/munged.log" --seed-file="$d/munge/seed"
   slurm_poll 10 "the munge socket" test -S "$d/munge/munge.socket" ||
-    { _slurm_alive 0 "$d/munged.log"; slurm_skip "munged made no socket in 10 s" "$d/munged.log"; }
-  _slurm_daemon slurmctld "$d/slurmctld.log" slurmctld -D -f "$SLURM_CONF"
-  _slurm_daemon slurmd "$d/slurmd.log" slurmd -D -f "$SLURM_CONF" -N localhost
-  local i
+    { _slurm_alive 0; slurm_skip "munged made no socket in 10 s" "$d/munged.log"; }
+  local first node i
+  first=$(_slurm_nodes | awk '{print $1}')
+  _slurm_daemon slurmctld "$d/slurmctld.log" _slurm_on "${first%%=*}" slurmctld -D -f "$SLURM_CONF"
+  for node in $(_slurm_nodes); do
+    _slurm_daemon slurmd "$d/slurmd-${node%%=*}.log" \
+      _slurm_on "${node%%=*}" slurmd -D -f "$SLURM_CONF" -N "${node%%=*}"
+  done
   for i in 1 2; do
     sleep 0.3
-    _slurm_alive 1 "$d/slurmctld.log"
-    _slurm_alive 2 "$d/slurmd.log"
+    _slurm_all_alive
   done
-  if ! slurm_poll 30 "node localhost to be idle" _slurm_node_idle; then
-    _slurm_alive 1 "$d/slurmctld.log"
-    _slurm_alive 2 "$d/slurmd.log"
+  if ! slurm_poll 30 "every node to be idle" _slurm_node_idle; then
+    _slurm_all_alive
     echo "sinfo: $(sinfo -h -N -o '%N %t %E' 2>&1)" >&2
     slurm_skip "the node did not become idle in 30 s" "$d/slurmctld.log"
   fi
-  echo "slurm: single-node cluster up in $((SECONDS - started)) s in $d" \
+  echo "slurm: cluster of $(_slurm_nodes | wc -w) node(s) up in $((SECONDS - started)) s in $d" \
     "(partition, nodes, CPUs, state: $(sinfo -h -o '%P %D %c %t'))"
 }
 
@@ -178,7 +211,7 @@ slurm_submit() {
     vars+=("$1")
     shift
   done
-  out=$(env "${vars[@]}" sbatch --parsable "$@") ||
+  out=$(export "${vars[@]}" && sbatch --parsable "$@") ||
     { echo "slurm_submit: sbatch $* failed" >&2; return 1; }
   echo "${out%%;*}"
 }
@@ -225,6 +258,7 @@ slurm_stop() {
   done
   _slurm_pids=()
   _slurm_names=()
+  _slurm_logs=()
   echo "slurm: daemons stopped in $((SECONDS - started)) s"
 }
 
