@@ -12,8 +12,9 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 source tests/multinode/testbed.sh
 repeat=${1:-3}
-corpus=/tmp/stoker-layout-bench/corpus
-steps=1000 seq=4095 batch=8  # 33 M tokens of batches per rank
+# Outside /tmp, which each node of the test bed has of its own.
+corpus=/var/tmp/stoker-multinode-bench/corpus
+steps=4000 seq=4095 batch=8  # 131 M tokens of batches per rank
 [ -d "$corpus" ] || build/stoker synth "$corpus" --dataset web:200000000:900 --files 8 --seed 1 \
   > /dev/null
 testbed_start 4 4
@@ -29,6 +30,7 @@ for i in $(seq "$repeat"); do
   for nodes in 1 2 4; do
     cat "$corpus"/*/*.h5 > /dev/null
     read -r up s < <("$TESTBED_MPIRUN" -np 4 --host "$(hosts "$nodes")" --bind-to none \
+                       --mca mpi_yield_when_idle 1 \
                        "$PWD/build/stoker" run --data "$corpus" --steps "$steps" --seq-len "$seq" \
                        --batch-size "$batch" 2> /dev/null | field)
     startup[$nodes]+=" $up" speed[$nodes]+=" $s"
@@ -38,5 +40,5 @@ done
 up1=$(median ${startup[1]}) s1=$(median ${speed[1]})
 for nodes in 1 2 4; do
   up=$(median ${startup[$nodes]}) s=$(median ${speed[$nodes]})
-  python3 -c "print(f'$nodes node(s) x $((4 / nodes)) ranks: start-up {$up:.2f} s ({$up / $up1:.2f} of 1 node), {$s / 1e6:.1f} M tokens/s ({$s / $s1:.2f} of 1 node)')"
+  python3 -c "print(f'$nodes node(s) x $((4 / nodes)) ranks: start-up {$up * 1e3:.0f} ms ({$up / $up1:.2f} of 1 node), {$s / 1e6:.1f} M tokens/s ({$s / $s1:.2f} of 1 node)')"
 done
