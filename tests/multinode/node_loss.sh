@@ -8,8 +8,9 @@
 # set here to 2 s + 2 probes x 1 s, with 36 s to spare), leave no process on any node, and a
 # resume on the two other nodes (4 ranks) from the newest complete step must run. At the end
 # `stoker audit` of the whole chain is clean: counting the steps that were saved, every token
-# once. Prints each round's loss, when it struck and how long the job took to end.
-# Environment: STOKER; NODE_LOSS_SEED (default 1), NODE_LOSS_ROUNDS.
+# once. Then stoker-train loses a node the same way (killed) and resumes with its model. Prints
+# each loss, when it struck and how long the job took to end.
+# Environment: STOKER, STOKER_TRAIN (optional); NODE_LOSS_SEED (default 1), NODE_LOSS_ROUNDS.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 : "${STOKER:?STOKER must name the stoker program}"
@@ -19,15 +20,12 @@ RANDOM=$seed
 FAIL_CONTEXT="NODE_LOSS_SEED=$seed"
 multinode_start
 
-ck="$work/ckpt" trace="$work/trace"
-common=(--data "$corpus" --seq-len 32 --batch-size 2 --logical-shards 24 --seed 4
-        --checkpoint-dir "$ck" --save-every 3 --trace "$trace" --resume)
 # Open MPI's launcher notices a silent node by TCP keepalive on its out-of-band channel: after
 # keepalive_time + probes x intvl seconds (by default 300 + 9 x 20 = 480), here 2 + 2 x 1.
 keepalive=(--mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1
            --mca oob_tcp_keepalive_probes 2)
 
-# newest: the newest complete step of the folder (0 when none).
+# newest: the newest complete step of $ck (0 when none).
 newest() { "$STOKER" steps "$ck" --newest 2> /dev/null | cut -f1 | grep . || echo 0; }
 
 # ended_by SECONDS PID: waits for PID (a job) up to SECONDS; fails the test when it runs on.
@@ -40,52 +38,71 @@ ended_by() {
   wait "$pid" || true
 }
 
-for ((round = 1; round <= rounds; round++)); do
-  lost=$((1 + RANDOM % 2)) other=$((3 - lost))
-  mode="kill"
-  ((round > rounds / 2)) && mode="link"
-  faults=()
+# lose_node NAME MODE: the job ${job[@]} (a program and its flags; saving into $ck) on 6 ranks
+# loses node 1 or 2 (MODE kill or link) at a random moment after a save began; it must end by
+# itself and leave nothing running; then it resumes on the two other nodes, 4 steps further.
+lose_node() {
+  local name=$1 mode=$2 lost=$((1 + RANDOM % 2)) faults=() before pid start took node left saved
+  local other=$((3 - lost))
   ((RANDOM % 2)) && faults=(-x "STOKER_FAULTS=fsync:.ckpt:*:delay=$((20 + RANDOM % 60))")
   before=$(newest)
-  "$TESTBED_MPIRUN" -np 6 "${keepalive[@]}" "${faults[@]}" "$STOKER" run "${common[@]}" \
-    --steps 100000000 > "$work/round-$round.out" 2> "$work/round-$round.err" &
-  job=$!
-  for _ in $(seq 300); do
+  "$TESTBED_MPIRUN" -np 6 "${keepalive[@]}" "${faults[@]}" "${job[@]}" --steps 100000000 \
+    > "$work/$name.out" 2> "$work/$name.err" &
+  pid=$!
+  for _ in $(seq 600); do
     [ "$(newest)" -gt "$before" ] && break
     sleep 0.1
   done
-  [ "$(newest)" -gt "$before" ] || { cat "$work/round-$round.err" >&2; fail "round $round saved nothing"; }
+  [ "$(newest)" -gt "$before" ] || { cat "$work/$name.err" >&2; fail "$name saved nothing"; }
   sleep "0.$((RANDOM % 10))"
   start=$SECONDS
   if [ "$mode" = kill ]; then
     testbed_kill_node "$lost"
-    ended_by 30 "$job"
+    ended_by 30 "$pid"
   else
     testbed_link "$lost" down
-    ended_by 40 "$job"
+    ended_by 40 "$pid"
   fi
   took=$((SECONDS - start))
   sleep 1  # the daemons' last exits
   for node in 0 1 2; do
     left=$(ip netns pids "${TESTBED_NODES[$node]}")
-    [ -z "$left" ] || fail "round $round: processes left on node $node: $(ps -o comm= -p "$left")"
+    [ -z "$left" ] || fail "$name: processes left on node $node: $(ps -o comm= -p "$left")"
   done
   [ "$mode" = kill ] || testbed_link "$lost" up
   saved=$(newest)
-  # The resume on the two other nodes: node 0 and the one not lost.
   timeout 120 "$TESTBED_MPIRUN" -np 4 --host "${TESTBED_ADDRS[0]}:2,${TESTBED_ADDRS[$other]}:2" \
-    "$STOKER" run "${common[@]}" --steps $((saved + 4)) > "$work/resume-$round.out" \
-    2> "$work/resume-$round.err" ||
-    { cat "$work/resume-$round.err" >&2; fail "round $round: the resume on nodes 0 and $other"; }
-  echo "round $round: node $lost lost ($mode${faults[*]:+, slow saves}) after step $saved was" \
-    "saved; the job ended in $took s; resumed on nodes 0 and $other to step $((saved + 4))"
-done
+    "${job[@]}" --steps $((saved + 4)) > "$work/$name-resume.out" 2> "$work/$name-resume.err" ||
+    { cat "$work/$name-resume.err" >&2; fail "$name: the resume on nodes 0 and $other"; }
+  echo "$name: node $lost lost ($mode${faults[*]:+, slow saves}) after step $saved was saved;" \
+    "the job ended in $took s; resumed on nodes 0 and $other to step $((saved + 4))"
+}
 
-audit audit 0 "$trace" --data "$corpus" --json
-python3 - "$work/audit.out" <<'PY' || fail "the audit: $(head -c 2000 "$work/audit.out")"
+# clean TRACE: `stoker audit` of TRACE finds every token of the chain once.
+clean() {
+  audit "audit-${1##*/}" 0 "$1" --data "$corpus" --json
+  python3 - "$work/audit-${1##*/}.out" <<'PY' || fail "the audit of $1: $(head -c 2000 "$work/audit-${1##*/}.out")"
 import json, sys
 report = json.load(open(sys.argv[1]))
 assert report["clean"], report["problems"][:5]
 PY
-echo "PASS: $rounds nodes lost, each job ended by itself and left nothing running; every resume" \
-  "on the other nodes went on from the newest complete step; the audit of the chain is clean"
+}
+
+ck="$work/ckpt"
+job=("$STOKER" run --data "$corpus" --seq-len 32 --batch-size 2 --logical-shards 24 --seed 4
+     --checkpoint-dir "$ck" --save-every 3 --trace "$work/trace" --resume)
+for ((round = 1; round <= rounds; round++)); do
+  if ((round <= rounds / 2)); then lose_node "round-$round" kill; else lose_node "round-$round" link; fi
+done
+clean "$work/trace"
+# The example trainer too: a node killed while it trains, resumed with its model on the others.
+if [ -n "${STOKER_TRAIN:-}" ]; then
+  ck="$work/train-ckpt"
+  job=("$STOKER_TRAIN" --data "$corpus" --seq-len 32 --batch-size 2 --seed 4 --dim 16 --layers 1
+       --heads 2 --checkpoint-dir "$ck" --save-every 3 --trace "$work/train-trace" --resume)
+  lose_node stoker-train kill
+  clean "$work/train-trace"
+fi
+echo "PASS: $rounds nodes lost under stoker run and one under stoker-train; each job ended by" \
+  "itself and left nothing running; every resume on the other nodes went on from the newest" \
+  "complete step; the audits of the chains are clean"
