@@ -38,6 +38,17 @@ ended_by() {
   wait "$pid" || true
 }
 
+# cleared NODE SECONDS WHAT: no process runs on NODE within SECONDS, or the test fails naming them.
+cleared() {
+  local node=${TESTBED_NODES[$1]} left
+  for _ in $(seq $(($2 * 10))); do
+    [ -z "$(ip netns pids "$node")" ] && return 0
+    sleep 0.1
+  done
+  left=$(ip netns pids "$node" | paste -sd,)
+  [ -z "$left" ] || fail "$3: processes left on node $1 after $2 s: $(ps -o pid=,comm= -p "$left")"
+}
+
 # lose_node NAME MODE: the job ${job[@]} (a program and its flags; saving into $ck) on 6 ranks
 # loses node 1 or 2 (MODE kill or link) at a random moment after a save began; it must end by
 # itself and leave nothing running; then it resumes on the two other nodes, 4 steps further.
@@ -64,11 +75,12 @@ lose_node() {
     ended_by 40 "$pid"
   fi
   took=$((SECONDS - start))
-  sleep 1  # the daemons' last exits
-  for node in 0 1 2; do
-    left=$(ip netns pids "${TESTBED_NODES[$node]}")
-    [ -z "$left" ] || fail "$name: processes left on node $node: $(ps -o comm= -p "$left")"
-  done
+  # Nothing of the job may stay: on the other nodes once mpirun has ended (their daemons exit
+  # right after it: within 10 s even on a loaded machine), on the lost one once it noticed (a
+  # silent node's daemon by its own keepalive: within 30 s).
+  cleared 0 10 "$name"
+  cleared "$other" 10 "$name"
+  cleared "$lost" 30 "$name"
   [ "$mode" = kill ] || testbed_link "$lost" up
   saved=$(newest)
   timeout 120 "$TESTBED_MPIRUN" -np 4 --host "${TESTBED_ADDRS[0]}:2,${TESTBED_ADDRS[$other]}:2" \
