@@ -60,7 +60,7 @@ lose_node() {
   "$TESTBED_MPIRUN" -np 6 "${keepalive[@]}" "${faults[@]}" "${job[@]}" --steps 100000000 \
     > "$work/$name.out" 2> "$work/$name.err" &
   pid=$!
-  for _ in $(seq 600); do
+  for _ in $(seq 1200); do  # up to 120 s: 6 trainers loading libtorch on a loaded machine
     [ "$(newest)" -gt "$before" ] && break
     sleep 0.1
   done

@@ -17,7 +17,7 @@ multinode_start
 across() {
   local name=$1 ranks=$2 start=$SECONDS
   shift 2
-  timeout 180 "$TESTBED_MPIRUN" -np "$ranks" "$@" > "$work/$name.out" 2> "$work/$name.err" ||
+  timeout 300 "$TESTBED_MPIRUN" -np "$ranks" "$@" > "$work/$name.out" 2> "$work/$name.err" ||
     { tail -c 3000 "$work/$name.err" >&2; fail "$name: $* on $ranks ranks across the nodes"; }
   echo "$name: $((SECONDS - start)) s"
 }
