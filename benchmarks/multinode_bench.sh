@@ -2,8 +2,9 @@
 # Jobs across nodes: `stoker run` with 4 ranks on 1, 2 and 4 nodes of the test bed
 # (tests/multinode/testbed.sh: network namespaces on one machine, Open MPI over TCP between
 # them, shared memory within a node), in the same run, alternating REPEAT times (default 3) on a
-# corpus warmed into the page cache: medians of start-up (the result's startup_seconds: corpus
-# discovery, agreement, the first batch) and of tokens/s over the job, and their ratios to 1
+# corpus warmed into the page cache: medians of start-up (the result's startup_seconds: the
+# session and the loader built, corpus discovery and the ranks' agreement included) and of
+# tokens/s over the job, and their ratios to 1
 # node. The nodes share one kernel, page cache and disk: this measures what crossing nodes costs
 # stoker's collectives and start-up, not a network between machines. Figures, not a test.
 #   benchmarks/multinode_bench.sh [REPEAT]   (as root, from the source tree, after scripts/build.sh)
