@@ -39,6 +39,9 @@ packages=(
   # libtorch links the reference BLAS by default; OpenBLAS takes its place (through Debian's
   # alternatives) and makes the example trainer's steps about 12x faster.
   libopenblas0-pthread
+  # iproute2: the network namespaces, links and bridge of the multi-node test bed
+  # (tests/multinode/testbed.sh).
+  iproute2
 )
 for arg in "$@"; do
   case "$arg" in

@@ -52,7 +52,7 @@ def store_address(comm):
     """(address of rank 0's host every rank reaches, this rank's interface toward it).
     Collective; ConfigError on every rank when no address of rank 0 is reached by all."""
     node = comm.Split_type(MPI.COMM_TYPE_SHARED)  # this rank's node
-    one_node = comm.allreduce(node.size) == comm.size * comm.size
+    one_node = comm.allreduce(node.size, op=MPI.MIN) == comm.size
     node.Free()
     if one_node:
         return "127.0.0.1", "lo"

@@ -14,3 +14,17 @@ multinode_start() {
   "$STOKER" synth "$corpus" --dataset a:4000:30 --dataset b:2000:50 --files 3 --seed 5 \
     > "$work/synth.log" 2>&1 || { cat "$work/synth.log" >&2; fail "stoker synth failed"; }
 }
+
+# audit_clean TRACE [RUNS]: `stoker audit` of TRACE finds every token of the chain once, in runs
+# "WORLD:START-END ..." when RUNS is given; fails the test otherwise.
+audit_clean() {
+  local name="audit-${1##*/}"
+  audit "$name" 0 "$1" --data "$corpus" --json
+  python3 - "$work/$name.out" "${2:-}" <<'PY' || fail "the audit of $1: $(head -c 2000 "$work/$name.out")"
+import json, sys
+report = json.load(open(sys.argv[1]))
+runs = [f"{r['world_size']}:{r['start_step']}-{r['valid_end']}" for r in report["runs"]]
+assert report["clean"], report["problems"][:5]
+assert not sys.argv[2] or " ".join(runs) == sys.argv[2], runs
+PY
+}

@@ -47,12 +47,6 @@ first, then = (json.loads(open(f).read().strip().splitlines()[-1]) for f in sys.
 assert (first["ranks"], first["end_step"]) == (6, 10), first
 assert (then["ranks"], then["start_step"], then["end_step"]) == (4, 10, 16), then
 PY
-audit audit 0 "$work/trace" --data "$corpus" --json
-python3 - "$work/audit.out" <<'PY' || fail "the audit: $(head -c 2000 "$work/audit.out")"
-import json, sys
-report = json.load(open(sys.argv[1]))
-runs = [(r["world_size"], r["start_step"], r["valid_end"]) for r in report["runs"]]
-assert report["clean"] and runs == [(6, 0, 10), (4, 10, 16)], (report["problems"][:5], runs)
-PY
+audit_clean "$work/trace" "6:0-10 4:10-16"
 echo "PASS: train.sbatch on 3 nodes (mpirun from the allocation), resume.sbatch on 2 (srun)," \
   "the audit of both clean"

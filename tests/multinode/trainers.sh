@@ -27,25 +27,11 @@ across hosts 6 hostname
   fail "6 ranks ran on other than 3 hosts: $(sort "$work/hosts.out" | uniq -c | tr '\n' ' ')"
 echo "ok: 6 ranks on 3 hosts: $(sort -u "$work/hosts.out" | tr '\n' ' ')"
 
-# clean TRACE: `stoker audit` of TRACE finds every token once, in runs of the given shape.
-clean() {
-  local trace=$1 runs=$2
-  audit "audit-$(basename "$trace")" 0 "$trace" --data "$corpus" --json
-  python3 - "$work/audit-$(basename "$trace").out" "$runs" <<'PY' ||
-import json, sys
-report = json.load(open(sys.argv[1]))
-runs = [f"{r['world_size']}:{r['start_step']}-{r['valid_end']}" for r in report["runs"]]
-assert report["clean"], report["problems"][:5]
-assert " ".join(runs) == sys.argv[2], runs
-PY
-    fail "the audit of $trace: $(head -c 2000 "$work/audit-$(basename "$trace").out")"
-}
-
 run_args=(--data "$corpus" --seq-len 32 --batch-size 2 --logical-shards 24 --seed 7
           --checkpoint-dir "$work/run-ck" --save-every 5 --trace "$work/run-trace" --resume)
 across run-6 6 "$STOKER" run "${run_args[@]}" --steps 20
 across run-4 4 "$STOKER" run "${run_args[@]}" --steps 40
-clean "$work/run-trace" "6:0-20 4:20-40"
+audit_clean "$work/run-trace" "6:0-20 4:20-40"
 echo "ok: stoker run saved on 3 nodes, resumed on 2; the audit is clean"
 
 # trains NAME STEPS PROGRAM...: the trainer PROGRAM on 3 nodes x 2 ranks to STEPS: its loss
@@ -60,7 +46,7 @@ import json, sys
 result = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
 assert result["ranks"] == 6 and result["loss_end"] < result["loss_start"] - 0.5, result
 PY
-  clean "$work/$name-trace" "6:0-$steps"
+  audit_clean "$work/$name-trace" "6:0-$steps"
   echo "ok: $name on 3 nodes x 2 ranks: the loss falls; audit clean"
 }
 if [ -n "${STOKER_TRAIN:-}" ]; then
