@@ -49,8 +49,9 @@ WeightSchedule ParseWeightSchedule(std::string_view text);
 WeightSchedule ParseWeightScheduleFile(std::string_view text, const std::string& source);
 
 // The value of a `--weights-schedule` option: the file of that name when one exists (read and
-// parsed by ParseWeightScheduleFile), else the inline text form; a value without '=' that names
-// no file is refused as a missing file.
+// parsed by ParseWeightScheduleFile), else the inline text form; a value that names no file, holds
+// no '=' and does not begin with [~]STEP: is refused as a missing file. One that begins with a
+// step ("0:", "0:a;5:b") is parsed as inline text, so its malformed entry is refused by name.
 WeightSchedule WeightScheduleArgument(const std::string& value);
 
 // Every problem of a schedule's shape, one line each: no entries, a first entry not at step 0 or

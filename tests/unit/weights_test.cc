@@ -7,7 +7,8 @@
 //     unknown keys, missing or mistyped fields, shape problems, syntax errors (with the line), a
 //     JSON key given twice are refused naming the file and the entry;
 //   - WeightScheduleArgument: files and folders in a temporary folder, a missing file, a binary
-//     file, a file that cannot be opened (the I/O seam), inline text.
+//     file, a file that cannot be opened (the I/O seam), inline text, an inline entry without '='
+//     (a malformed entry, not a missing file).
 #include "stoker/weights.h"
 
 #include <fmt/format.h>
@@ -311,6 +312,21 @@ TEST(WeightScheduleArgument, RefusesWhatIsNoScheduleNamingIt) {
   for (const auto& [value, message] : cases) {
     const std::string error = ConfigErrorOf([&value = value] { WeightScheduleArgument(value); });
     EXPECT_NE(error.find(message), std::string::npos) << value << ": " << error;
+  }
+}
+
+// A value that names no file and holds no '=' is inline text when it begins with a step: its
+// malformed entry is named, not reported as a missing file.
+TEST(WeightScheduleArgument, AnEntryWithoutEqualsIsAMalformedEntryNotAMissingFile) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"0:", "--weights-schedule entry '0:' has no weights"},
+      {"0:a;5:b", "--weights-schedule entry '0:a': weights entry 'a' is not NAME=WEIGHT"},
+      {" ~ 5 :b", "--weights-schedule entry '~ 5 :b': weights entry 'b' is not NAME=WEIGHT"},
+  };
+  for (const auto& [value, message] : cases) {
+    const std::string error = ConfigErrorOf([&value = value] { WeightScheduleArgument(value); });
+    EXPECT_NE(error.find(message), std::string::npos) << value << ": " << error;
+    EXPECT_EQ(error.find("no such file"), std::string::npos) << value << ": " << error;
   }
 }
 
