@@ -18,6 +18,7 @@ corpus=/var/tmp/stoker-multinode-bench/corpus
 steps=4000 seq=4095 batch=8  # 131 M tokens of batches per rank
 [ -d "$corpus" ] || build/stoker synth "$corpus" --dataset web:200000000:900 --files 8 --seed 1 \
   > /dev/null
+export TESTBED_SHARED=$PWD  # the checkout, should it be under /tmp
 testbed_start 4 4
 hosts() {  # NODES: 4 ranks spread over NODES nodes, as mpirun's --host
   local n=$1 i list=""

@@ -7,8 +7,6 @@
 # input that caused it.
 #   scripts/fuzz.sh                         every target, FUZZ_SECONDS each
 #   FUZZ_SECONDS=600 scripts/fuzz.sh trace  one target, longer
-#   scripts/fuzz.sh --build-only            builds the targets, runs none (scripts/test.sh builds
-#                                           them this way beside the main ctest)
 # Environment: FUZZ_SECONDS (default 20) per target; FUZZ_BUILD_DIR (default
 # STOKER_ASAN_BUILD_DIR, or build-asan); FUZZ_JOBS (build jobs, default the cores). Inputs the
 # fuzzer finds go to BUILD/fuzz-corpus/<target>/ (kept between runs, not in the repository); a
@@ -17,11 +15,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-build_only=false
-if [ "${1:-}" = --build-only ]; then
-  build_only=true
-  shift
-fi
 targets=(checkpoint weights jsonl trace config)
 [ $# -gt 0 ] && targets=("$@")
 build=${FUZZ_BUILD_DIR:-${STOKER_ASAN_BUILD_DIR:-build-asan}}
@@ -47,7 +40,6 @@ if ! cmake --build "$build" -j "${FUZZ_JOBS:-$(stoker_cores)}" "${build_targets[
   exit 1
 fi
 echo "fuzz: built ${#targets[@]} targets in $((SECONDS - start)) s"
-"$build_only" && exit 0
 
 # The trace target writes files: tmpfs when there is one.
 if [ -z "${TMPDIR:-}" ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi

@@ -14,17 +14,10 @@
 # Any sanitizer report fails its test: the runtime options (STOKER_SANITIZER_ENV in the top-level
 # CMakeLists.txt) make the process exit non-zero, and tests/sanitizers/*.supp only name
 # uninstrumented libraries (Open MPI's), never stoker code.
-#   scripts/sanitize.sh --build-only KIND   configures and builds, runs no test (scripts/test.sh
-#       builds both folders this way beside the main ctest)
 # STOKER_ASAN_BUILD_DIR / STOKER_TSAN_BUILD_DIR choose other build folders.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build_only=false
-if [ "${1:-}" = --build-only ]; then
-  build_only=true
-  shift
-fi
-kind=${1:?usage: scripts/sanitize.sh [--build-only] address,undefined|thread [ctest args...]}
+kind=${1:?usage: scripts/sanitize.sh address,undefined|thread [ctest args...]}
 shift
 
 case "$kind" in
@@ -85,7 +78,6 @@ targets=()
 for t in "${fixed_targets[@]}" "${mpi_targets[@]}"; do targets+=(--target "$t"); done
 stoker_stage "sanitize[$kind]: build" \
   cmake --build "$build_dir" -j "$(stoker_cores)" "${targets[@]}"
-"$build_only" && exit 0
 
 # The sanitizer options for the unit tests (the MPI and CLI tests get the same from CTest's
 # STOKER_TEST_ENV, see tests/CMakeLists.txt).

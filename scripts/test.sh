@@ -22,36 +22,11 @@ if [ "${1:-}" = --quick ]; then
 fi
 stoker_stage "test: setup" scripts/setup.sh --slurm
 stoker_stage "test: build" scripts/build.sh
-full=false
-if [ $# -eq 0 ] && [ ${#ctest_args[@]} -eq 0 ] && [ "${STOKER_SANITIZERS:-1}" != 0 ]; then
-  full=true
-fi
-# The sanitizer and fuzzing builds compile beside the main ctest, at the lowest priority: the main
-# ctest keeps the cores busy only about 60 % of its time (its tests wait on files, processes, MPI
-# start-up, Slurm and the multi-node test bed), and a process at nice 19 takes only what the
-# tests leave (a CPU-bound test beside it keeps about 98 % of its core). Their output goes to
-# BUILD/sanitizer-builds.log, shown when they end.
-builds_log=${STOKER_BUILD_DIR:-build}/sanitizer-builds.log
-if "$full"; then
-  setsid nice -n 19 bash -c 'source scripts/env.sh
-    stoker_stage "test: sanitizer builds (beside the main ctest)" eval \
-      "scripts/sanitize.sh --build-only address,undefined && scripts/fuzz.sh --build-only &&
-       scripts/sanitize.sh --build-only thread"' > "$builds_log" 2>&1 &
-  builds=$!
-  # They run in a session of their own (no Ctrl-C reaches them): stopped when this script ends.
-  trap 'kill -- "-$builds" 2> /dev/null || true' EXIT
-  trap 'exit 130' INT
-fi
 # One test more than the cores: many tests wait on files, processes and MPI start-up rather than
 # compute (the main ctest on 2 cores: 617 s at -j3 against 715 s at -j2, docs/benchmarks.md).
 stoker_stage "test: ctest" ctest --test-dir "${STOKER_BUILD_DIR:-build}" --output-on-failure \
   -j "$(($(stoker_cores) + 1))" "${ctest_args[@]}" "$@"
-if "$full"; then
-  status=0
-  stoker_stage "test: waiting for the sanitizer builds" wait "$builds" || status=$?
-  trap - EXIT
-  cat "$builds_log"
-  [ "$status" -eq 0 ] || { echo "test: the sanitizer builds failed (log above)" >&2; exit 1; }
+if [ $# -eq 0 ] && [ ${#ctest_args[@]} -eq 0 ] && [ "${STOKER_SANITIZERS:-1}" != 0 ]; then
   stoker_stage "test: asan" scripts/sanitize.sh address,undefined
   stoker_stage "test: tsan" scripts/sanitize.sh thread
   # libFuzzer (clang): every parser stoker owns, 10 s each here (a smoke run; FUZZ_SECONDS=600

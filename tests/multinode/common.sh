@@ -7,6 +7,8 @@ source "$here/testbed.sh"
 # multinode_start: 3 nodes of 2 slots (testbed_start: exit 77 where they cannot be made); $work,
 # a folder removed with the test bed; $corpus, a small corpus of two datasets in it.
 multinode_start() {
+  # The program and the sources may be in a checkout under /tmp, which each node has its own of.
+  export TESTBED_SHARED="$STOKER ${STOKER_TRAIN:-} ${STOKER_SOURCE:-} ${STOKER_PYTHONPATH:-}"
   testbed_start 3 2
   work="$TESTBED_DIR/work"
   corpus="$work/corpus"

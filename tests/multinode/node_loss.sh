@@ -60,7 +60,10 @@ lose_node() {
   "$TESTBED_MPIRUN" -np 6 "${keepalive[@]}" "${faults[@]}" "${job[@]}" --steps 100000000 \
     > "$work/$name.out" 2> "$work/$name.err" &
   pid=$!
-  for _ in $(seq 1200); do  # up to 120 s: 6 trainers loading libtorch on a loaded machine
+  # Up to 120 s (6 trainers loading libtorch on a loaded machine), and no longer than the job
+  # runs: a job that could not start fails the test at once.
+  start=$SECONDS
+  while ((SECONDS - start < 120)) && kill -0 "$pid" 2> /dev/null; do
     [ "$(newest)" -gt "$before" ] && break
     sleep 0.1
   done

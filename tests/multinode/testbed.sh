@@ -8,6 +8,8 @@
 # by every node as a parallel file system would be, but for /tmp: each node has its own, as
 # cluster nodes do (a mount namespace binds TESTBED_DIR/tmp-NODE there), so the state folder and
 # whatever the nodes share live outside /tmp (TESTBED_DIR in TESTBED_TMPDIR, default /var/tmp).
+# What must be shared but lies in /tmp (a checkout and its build there) is named in
+# TESTBED_SHARED (paths, space-separated): each node sees the folder of /tmp that holds it.
 # Measured facts: ../shared/notes/multinode.md.
 #
 # The nodes hold no route but their bridge's subnet (10.251.0.0/24, nodes at .10, .11, ...): no
@@ -62,7 +64,8 @@ _testbed_remove_stale() {
   for dir in "${TESTBED_TMPDIR:-/var/tmp}"/stoker-testbed-*.*; do
     pid=${dir##*/stoker-testbed-}
     pid=${pid%%.*}
-    [ -d "$dir" ] && [[ "$pid" =~ ^[0-9]+$ ]] && ! kill -0 "$pid" 2> /dev/null && rm -rf "$dir"
+    [ -d "$dir" ] && [[ "$pid" =~ ^[0-9]+$ ]] && ! kill -0 "$pid" 2> /dev/null &&
+      rm -rf --one-file-system "$dir"
   done
   # The bridge and the node links (a namespace that processes held when it was deleted may
   # leave its link's peer behind).
@@ -92,7 +95,8 @@ testbed_stop() {
     ip link del "${_testbed_tag}v$i" 2> /dev/null || true
   done
   ip link del "${_testbed_tag}b" 2> /dev/null || true
-  [ -z "$TESTBED_DIR" ] || rm -rf "$TESTBED_DIR"
+  # --one-file-system: never into a folder bound there (none shows here; a guard all the same).
+  [ -z "$TESTBED_DIR" ] || rm -rf --one-file-system "$TESTBED_DIR"
   _testbed_tag=""
 }
 
@@ -128,6 +132,7 @@ testbed_start() {
     ip -n "$ns" link set lo up
     echo "$addr slots=$slots" >> "$TESTBED_DIR/hostfile"
     mkdir -m 1777 "$TESTBED_DIR/tmp-$ns"
+    for kept in $(_testbed_kept_in_tmp); do mkdir -p "$TESTBED_DIR/tmp-$ns/${kept#/tmp/}"; done
     echo "$ns $addr" >> "$TESTBED_DIR/nodes"
   done
   _testbed_write_programs
@@ -137,20 +142,38 @@ testbed_start() {
   export TESTBED_NODES_TEXT="${TESTBED_NODES[*]}"  # arrays do not cross exec
 }
 
+# The folders right under /tmp that hold the paths of TESTBED_SHARED (/tmp/clone for
+# /tmp/clone/build/stoker), one per line.
+_testbed_kept_in_tmp() {
+  local path
+  for path in ${TESTBED_SHARED:-}; do
+    path=$(realpath -m "$path")
+    [[ "$path" == /tmp/?* ]] || continue
+    path=${path#/tmp/}
+    echo "/tmp/${path%%/*}"
+  done | sort -u
+}
+
 # The programs of the test bed: `enter` (ENTER NODE COMMAND...: COMMAND in the node's network,
 # host-name and mount namespaces, with the node's own /tmp), Open MPI's remote agent (called as
 # ssh would be: AGENT HOST COMMAND..., the command for a shell, as ssh hands it) and the mpirun
 # wrapper.
 _testbed_write_programs() {
-  local root_flags=""
+  local root_flags="" keep="" kept
   [ "$(id -u)" != 0 ] || root_flags="--allow-run-as-root"
+  # In the node's mount namespace (private: nothing of it shows outside), each kept folder is bound
+  # into the node's /tmp folder before that goes over /tmp, with what is bound in it (--rbind).
+  for kept in $(_testbed_kept_in_tmp); do
+    keep+="mount --bind \"$kept\" \"$TESTBED_DIR/tmp-\$0/${kept#/tmp/}\" && "
+  done
   cat > "$TESTBED_DIR/enter" <<EOF
 #!/bin/sh
 # ENTER NODE COMMAND...: COMMAND on a node of the test bed (its network, host name and /tmp).
 node=\$1
 shift
-exec nsenter --net="/run/netns/\$node" unshare --uts --mount sh -c \\
-  'mount --bind "$TESTBED_DIR/tmp-\$0" /tmp && hostname "\$0" && exec "\$@"' "\$node" "\$@"
+exec nsenter --net="/run/netns/\$node" unshare --uts --mount --propagation private sh -c \\
+  '$keep mount --rbind "$TESTBED_DIR/tmp-\$0" /tmp && hostname "\$0" && exec "\$@"' \\
+  "\$node" "\$@"
 EOF
   cat > "$TESTBED_DIR/agent" <<EOF
 #!/bin/sh
