@@ -132,7 +132,10 @@ testbed_start() {
     ip -n "$ns" link set lo up
     echo "$addr slots=$slots" >> "$TESTBED_DIR/hostfile"
     mkdir -m 1777 "$TESTBED_DIR/tmp-$ns"
-    for kept in $(_testbed_kept_in_tmp); do mkdir -p "$TESTBED_DIR/tmp-$ns/${kept#/tmp/}"; done
+    for kept in $(_testbed_kept_in_tmp); do  # a place to bind it on: a folder, or a file
+      if [ -d "$kept" ]; then mkdir -p "$TESTBED_DIR/tmp-$ns/${kept#/tmp/}"
+      else touch "$TESTBED_DIR/tmp-$ns/${kept#/tmp/}"; fi
+    done
     echo "$ns $addr" >> "$TESTBED_DIR/nodes"
   done
   _testbed_write_programs
@@ -142,8 +145,8 @@ testbed_start() {
   export TESTBED_NODES_TEXT="${TESTBED_NODES[*]}"  # arrays do not cross exec
 }
 
-# The folders right under /tmp that hold the paths of TESTBED_SHARED (/tmp/clone for
-# /tmp/clone/build/stoker), one per line.
+# What right under /tmp holds the paths of TESTBED_SHARED (/tmp/clone for /tmp/clone/build/stoker,
+# /tmp/stoker for itself), one per line.
 _testbed_kept_in_tmp() {
   local path
   for path in ${TESTBED_SHARED:-}; do
