@@ -53,6 +53,9 @@ WeightSchedule ParseWeightScheduleFile(std::string_view text, const std::string&
 // no '=' and does not begin with [~]STEP: is refused as a missing file. One that begins with a
 // step ("0:", "0:a;5:b") is parsed as inline text, so its malformed entry is refused by name.
 WeightSchedule WeightScheduleArgument(const std::string& value);
+// Whether `text` begins as an entry of the inline form does: [~]STEP: (white space allowed around
+// STEP), whatever follows.
+bool BeginsWithScheduleStep(std::string_view text);
 
 // Every problem of a schedule's shape, one line each: no entries, a first entry not at step 0 or
 // a ramp, steps not increasing, an entry with no weights or only weights of 0, a weight that is

@@ -52,11 +52,15 @@ std::map<std::string, double> ParseWeightsAs(std::string_view text, std::string_
   return weights;
 }
 
+bool IsDecimal(std::string_view text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
 // A step: decimal digits only (no sign, no exponent, no suffix), below 2^64.
 uint64_t ParseStep(std::string_view step, std::string_view entry) {
   uint64_t value = 0;
   const char* end = step.data() + step.size();
-  const bool digits = !step.empty() && step.find_first_not_of("0123456789") == step.npos;
+  const bool digits = IsDecimal(step);
   const auto [stop, error] = std::from_chars(step.data(), end, value);
   STOKER_CHECK(digits && error == std::errc() && stop == end, ConfigError,
                "--weights-schedule entry '{}': step '{}' is not a whole number of steps (decimal "
@@ -136,6 +140,13 @@ void AddWeightProblems(const WeightScheduleEntry& entry, size_t number,
 
 std::map<std::string, double> ParseWeights(std::string_view text) {
   return ParseWeightsAs(text, "--weights");
+}
+
+bool BeginsWithScheduleStep(std::string_view text) {
+  std::string_view rest = TrimWhiteSpace(text);
+  if (rest.starts_with('~')) rest.remove_prefix(1);
+  const size_t colon = rest.find(':');
+  return colon != std::string_view::npos && IsDecimal(TrimWhiteSpace(rest.substr(0, colon)));
 }
 
 WeightSchedule ParseWeightSchedule(std::string_view text) {

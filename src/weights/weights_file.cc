@@ -1,9 +1,7 @@
 // WeightScheduleArgument (stoker/weights.h): a --weights-schedule value, a file or inline text.
 // The one function of stoker/weights.h that is not pure: it reads the file a value names, through
 // the I/O seam (os/files.h); the parsing is weights.cc's and weight_schedule_file.cc's.
-#include <algorithm>
 #include <filesystem>
-#include <string_view>
 #include <system_error>
 
 #include "base/check.h"
@@ -34,20 +32,6 @@ std::string ReadScheduleFile(const std::string& path, std::filesystem::file_stat
   return text;
 }
 
-// Whether `value` begins as the inline form does, [~]STEP: (white space allowed around STEP), so
-// that a malformed entry ("0:", "0:a;5:b") is reported as one rather than as a missing file.
-bool BeginsWithStep(std::string_view value) {
-  constexpr std::string_view kWhiteSpace = " \t\n\r\v\f";
-  value.remove_prefix(std::min(value.size(), value.find_first_not_of(kWhiteSpace)));
-  if (value.starts_with('~')) value.remove_prefix(1);
-  const size_t colon = value.find(':');
-  if (colon == std::string_view::npos) return false;
-  std::string_view step = value.substr(0, colon);
-  step.remove_prefix(std::min(step.size(), step.find_first_not_of(kWhiteSpace)));
-  step = step.substr(0, step.find_last_not_of(kWhiteSpace) + 1);
-  return !step.empty() && step.find_first_not_of("0123456789") == std::string_view::npos;
-}
-
 }  // namespace
 
 WeightSchedule WeightScheduleArgument(const std::string& value) {
@@ -58,7 +42,7 @@ WeightSchedule WeightScheduleArgument(const std::string& value) {
   }
   // Inline text holds NAME=WEIGHT and begins with a step; a value with neither was meant as a
   // file.
-  STOKER_CHECK(value.find('=') != std::string::npos || BeginsWithStep(value), ConfigError,
+  STOKER_CHECK(value.find('=') != std::string::npos || BeginsWithScheduleStep(value), ConfigError,
                "--weights-schedule {}: no such file", value);
   return ParseWeightSchedule(value);
 }
