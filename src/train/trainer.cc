@@ -274,7 +274,6 @@ void Trainer::CheckReplica() {
 
 void Trainer::LogProgress() {
   CheckReplica();
-  const LoaderConfig& config = session_.loader_config();
   const double now = session_.seconds();
   const double interval = now - last_log_time_;
   const uint64_t steps = steps_run_ - last_log_steps_;
@@ -307,7 +306,6 @@ std::string Trainer::MixingText() {
 
 // The trainer's figures of the result line, beside the session's.
 nlohmann::json Trainer::Fields(const std::string& checksum) const {
-  const LoaderConfig& config = session_.loader_config();
   const uint64_t tokens = steps_run_ * config_tokens_per_step_;
   const double seconds = session_.seconds();
   return {
