@@ -16,11 +16,14 @@ max=${STOKER_CORPUS_MAX_FILES:-0}
 [ -f scripts/env.sh ] && source scripts/env.sh
 
 # Regular, readable, non-empty files; a file reached through two symlinked folders counts once.
+# (The tests are bash's own; one realpath resolves them all: a process per file cost seconds.)
 list_files() {
-  local f
+  local f kept=()
   for f in "$@"; do
-    [ -f "$f" ] && [ -r "$f" ] && [ -s "$f" ] && readlink -f "$f"
-  done | sort -u | { if [ "$max" -gt 0 ]; then head -n "$max"; else cat; fi; }
+    [ -f "$f" ] && [ -r "$f" ] && [ -s "$f" ] && kept+=("$f")
+  done
+  [ ${#kept[@]} -gt 0 ] || return 0
+  realpath -- "${kept[@]}" | sort -u | { if [ "$max" -gt 0 ]; then head -n "$max"; else cat; fi; }
 }
 
 pack() {
