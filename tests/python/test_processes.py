@@ -107,8 +107,11 @@ def test_save_waits_for_the_previous_write_without_the_gil(corpus, tmp_path):
     assert code == 0, err[-2000:]
     words = out[-1].split()
     assert float(words[1]) > 1.0, f"the second save did not wait for the first: {out}"
-    # Another thread counts at 0.8 to 1 of its own speed meanwhile; ~0 with the GIL held.
-    assert float(words[3]) > 0.35, out
+    # Another thread counts meanwhile at 0.8 to 1 of its own speed on a quiet machine, 0.27 seen
+    # beside two other tests on 2 cores; with the GIL held through the wait it could count only
+    # until save() took the GIL, a few milliseconds of the 1.5 s: a ratio under 0.01. The bound
+    # sits 5 times above that and 5 times below the worst seen under load.
+    assert float(words[3]) > 0.05, out
 
 
 @once
