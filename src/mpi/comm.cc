@@ -32,11 +32,6 @@ Session::Session(int* argc, char*** argv) {
   int initialized = 0;
   Check(MPI_Initialized(&initialized), "MPI_Initialized");
   if (initialized) return;
-  // Started without a launcher (`stoker inspect DIR` at a shell: a singleton), Open MPI would
-  // first start its support daemon, which only MPI_Comm_spawn needs and stoker never calls:
-  // 0.2 s of CPU and of waiting at every start (docs/benchmarks.md, "The test command"). Under
-  // mpirun or srun the setting is not read; a value the user set wins.
-  setenv("OMPI_MCA_ess_singleton_isolated", "1", /*overwrite=*/0);
   int provided = 0;
   Check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
   owns_ = true;
