@@ -27,8 +27,6 @@ class MixClock {
   // The tokens dataset `d` has earned in the steps before `step`.
   double Earned(uint32_t d, uint64_t step) const;
 
-  const MixSchedule& schedule() const { return schedule_; }
-
  private:
   // Sum of w_d(t) over t in [entry k's step, end), end at most the next entry's step.
   double SegmentSum(size_t k, uint32_t d, uint64_t end) const;
