@@ -46,10 +46,20 @@ const Permutation& Dealer::EpochOrder(uint64_t epoch) {
 
 Dealt Dealer::Next() {
   const uint64_t units = sizes_.size();
-  Dealt dealt{.position = state_.position, .epoch = state_.position / units};
-  dealt.unit = EpochOrder(dealt.epoch).At(state_.position % units);
-  dealt.size = sizes_[dealt.unit];
-  dealt.start = state_.start;
+  Dealt dealt;
+  while (true) {
+    dealt = {.position = state_.position, .epoch = state_.position / units};
+    dealt.unit = EpochOrder(dealt.epoch).At(state_.position % units);
+    dealt.size = sizes_[dealt.unit];
+    dealt.start = state_.start;
+    if (state_.skip.empty() || state_.skip.front() != state_.position) break;
+    state_.skip.erase(state_.skip.begin());
+    ++state_.position;
+    state_.start += dealt.size;
+  }
+  STOKER_ASSERT(state_.skip.empty() || state_.skip.front() > state_.position,
+                "position {} to pass over, behind the dealer at {}", state_.skip.front(),
+                state_.position);
   std::pop_heap(heap_.begin(), heap_.end(), kLeastFirst);
   Entry& least = heap_.back();
   dealt.lane = least.second;

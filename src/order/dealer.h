@@ -12,6 +12,10 @@
 // the sizes before it in epoch e, T the sum of the sizes): where it lies in the dataset's stream,
 // which every lane knows for each of its units.
 //
+// A state may name positions to pass over (`skip`): units some lane delivered before the lanes
+// were dealt again (a resume on another number of lanes, mixing/lane.h); they go to no lane, and
+// the stream's tokens go on past them.
+//
 // The state is a value (DealerState): saved and resumed as is, the same on every rank at the same
 // position. Dealing one position costs O(log lanes).
 #pragma once
@@ -29,6 +33,7 @@ struct DealerState {
   uint64_t position = 0;        // the next position of the stream to deal
   uint64_t start = 0;           // the stream's tokens before it
   std::vector<uint64_t> loads;  // per lane, the tokens dealt to it
+  std::vector<uint64_t> skip;   // positions from `position` on to pass over, increasing
   bool operator==(const DealerState&) const = default;
 };
 
@@ -51,8 +56,10 @@ class Dealer {
   // dealer. `key`: the dataset's order key.
   Dealer(std::span<const uint64_t> sizes, uint64_t key, DealerState state);
 
-  // Deals the next position of the stream.
+  // Deals the next position of the stream that is not passed over.
   Dealt Next();
+  // The lane that the next call of Next() deals to.
+  uint32_t NextLane() const { return heap_.front().second; }
 
   const DealerState& state() const { return state_; }
 

@@ -121,5 +121,29 @@ TEST(Dealer, AResumedDealerDealsTheSame) {
   }
 }
 
+// Positions to pass over go to no lane; the stream's tokens go on past them, and the state after
+// them no longer names them.
+TEST(Dealer, PassesOverThePositionsItIsToldTo) {
+  const std::vector<uint64_t> sizes = SkewedSizes(20, 4);
+  Dealer all(sizes, /*key=*/3, FirstDealerState(1));
+  std::vector<Dealt> stream;
+  for (int g = 0; g < 60; ++g) stream.push_back(all.Next());
+  DealerState state = FirstDealerState(3);
+  state.skip = {0, 5, 6, 19, 20, 41};
+  Dealer dealer(sizes, /*key=*/3, state);
+  std::vector<uint64_t> dealt_positions;
+  while (dealer.state().position < 60) {
+    const Dealt dealt = dealer.Next();
+    EXPECT_EQ(dealt.unit, stream[dealt.position].unit);
+    EXPECT_EQ(dealt.start, stream[dealt.position].start);
+    dealt_positions.push_back(dealt.position);
+  }
+  for (uint64_t p : state.skip) {
+    EXPECT_EQ(std::count(dealt_positions.begin(), dealt_positions.end(), p), 0) << p;
+  }
+  EXPECT_EQ(dealt_positions.size(), 60u - state.skip.size());
+  EXPECT_TRUE(dealer.state().skip.empty());
+}
+
 }  // namespace
 }  // namespace stoker

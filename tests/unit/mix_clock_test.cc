@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "mixing/mix_schedule.h"
@@ -93,6 +94,50 @@ TEST(MixClock, GivesTheSameBitsForTheSameScheduleWhereverItIsBuilt) {
   const MixClock b(Changing(), kStepTokens);
   for (uint64_t step : {0, 39, 40, 41, 89, 90, 120, 150, 151, 152, 5'000'000}) {
     for (uint32_t d = 0; d < 4; ++d) EXPECT_EQ(a.Earned(d, step), b.Earned(d, step));
+  }
+}
+
+// DueStep is the first step by whose end the tokens are earned; DueTime lies within it and grows
+// with the tokens; a dataset whose weight ends at 0 never earns more than it had by then.
+TEST(MixClock, TellsWhenADatasetHasEarnedSomeTokens) {
+  const MixClock clock(Changing(), kStepTokens);
+  for (uint32_t d = 0; d < 4; ++d) {
+    double before = 0;
+    for (double tokens : {0.5, 1.0, 100.0, 4097.0, 1e5, 1e6, 3e6, 1e7}) {
+      const uint64_t step = clock.DueStep(d, tokens);
+      ASSERT_NE(step, UINT64_MAX) << "dataset " << d << ", " << tokens;
+      EXPECT_GE(clock.Earned(d, step + 1), tokens);
+      if (step > 0) {
+        EXPECT_LT(clock.Earned(d, step), tokens) << "dataset " << d << ", " << tokens;
+      }
+      const double time = clock.DueTime(d, tokens);
+      EXPECT_GT(time, static_cast<double>(step));
+      EXPECT_LE(time, static_cast<double>(step + 1));
+      EXPECT_GT(time, before);
+      before = time;
+    }
+  }
+  const MixClock ends(
+      MixSchedule({{.step = 0, .weights = {0.5, 0.5}}, {.step = 10, .weights = {1.0, 0.0}}}),
+      kStepTokens);
+  EXPECT_EQ(ends.DueStep(1, 5.0 * kStepTokens), 9u);
+  EXPECT_EQ(ends.DueStep(1, 5.0 * kStepTokens + 1), UINT64_MAX);
+  EXPECT_EQ(ends.DueTime(1, 5.0 * kStepTokens + 1), std::numeric_limits<double>::infinity());
+}
+
+// A run resumed on other ranks at step 50: its clock starts where the first one stood and earns
+// at its own step tokens from there.
+TEST(MixClock, AClockFromABaseGoesOnFromWhatTheOneBeforeHadEarned) {
+  const MixSchedule schedule = Changing();
+  const MixClock first(schedule, kStepTokens);
+  const MixClock second(schedule, 3 * kStepTokens, first.BaseAt(50));
+  for (uint32_t d = 0; d < 4; ++d) {
+    EXPECT_EQ(second.Earned(d, 50), first.Earned(d, 50));
+    for (uint64_t step : {51, 90, 151, 300}) {
+      const double expected = first.Earned(d, 50) + 3 * (SummedStepByStep(schedule, d, step) -
+                                                         SummedStepByStep(schedule, d, 50));
+      EXPECT_NEAR(second.Earned(d, step), expected, 1e-9 * (1 + expected)) << d << ", " << step;
+    }
   }
 }
 

@@ -1,0 +1,147 @@
+#include "mixing/lane.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <tuple>
+
+#include "base/check.h"
+
+namespace stoker {
+
+namespace {
+
+// An early start leads its dataset's clock by at most this part of an epoch, while another unit
+// can be started instead.
+constexpr double kMostAhead = 0.5;
+
+}  // namespace
+
+Lane::Lane(uint32_t lane, std::vector<LaneDataset> datasets, const MixClock& clock, LaneState state)
+    : lane_(lane), datasets_(std::move(datasets)), clock_(&clock), state_(std::move(state)) {
+  const auto n = static_cast<uint32_t>(datasets_.size());
+  STOKER_ASSERT(state_.dealers.size() == n && clock.schedule().datasets() == n,
+                "a lane of {} datasets, {} dealer states, a clock of {}", n, state_.dealers.size(),
+                clock.schedule().datasets());
+  for (uint32_t d = 0; d < n; ++d) {
+    if (datasets_[d].sizes.empty() || !clock.schedule().EverPositive(d)) continue;
+    STOKER_ASSERT(lane_ < state_.dealers[d].loads.size(), "lane {} of {}", lane_,
+                  state_.dealers[d].loads.size());
+    read_.push_back(d);
+    dealers_.emplace_back(datasets_[d].sizes, datasets_[d].key, state_.dealers[d]);
+    fronts_.emplace_back();
+    totals_.push_back(std::max<uint64_t>(
+        1, std::accumulate(datasets_[d].sizes.begin(), datasets_[d].sizes.end(), uint64_t{0})));
+    DealNext(d);
+  }
+  STOKER_ASSERT(!read_.empty(), "a lane with no dataset to read");
+}
+
+void Lane::DealNext(uint32_t d) {
+  const size_t i = std::find(read_.begin(), read_.end(), d) - read_.begin();
+  Dealer& dealer = dealers_[i];
+  while (dealer.NextLane() != lane_) dealer.Next();
+  state_.dealers[d] = dealer.state();
+  const Dealt dealt = dealer.Next();
+  fronts_[i] = {.dataset = d,
+                .dealt = dealt,
+                .due = clock_->DueTime(d, static_cast<double>(dealt.start + dealt.size))};
+}
+
+size_t Lane::First(uint64_t step, const std::vector<bool>& among) const {
+  const std::vector<double> weights = clock_->schedule().WeightsAt(step);
+  // Least due time first; on a tie the larger weight, then the larger name hash.
+  const auto order = [&](size_t i) {
+    const uint32_t d = read_[i];
+    return std::make_tuple(fronts_[i].due, -weights[d], ~datasets_[d].tie);
+  };
+  size_t first = SIZE_MAX;
+  for (size_t i = 0; i < read_.size(); ++i) {
+    if (!among.empty() && !among[i]) continue;
+    if (first == SIZE_MAX || order(i) < order(first)) first = i;
+  }
+  return first;
+}
+
+size_t Lane::Early(uint64_t step, size_t first) const {
+  // How far ahead of its dataset's clock a unit would be, in epochs of the dataset.
+  std::vector<double> ahead(read_.size());
+  std::vector<bool> earned_one(read_.size());
+  for (size_t i = 0; i < read_.size(); ++i) {
+    const double earned = clock_->Earned(read_[i], step + 1);
+    const Dealt& dealt = fronts_[i].dealt;
+    ahead[i] = std::max(0.0, static_cast<double>(dealt.start + dealt.size) - earned) /
+               static_cast<double>(totals_[i]);
+    earned_one[i] = earned >= static_cast<double>(dealt.size);
+  }
+  // Of the datasets that have earned a unit's tokens, the one least ahead, within half an epoch;
+  // else, of those within half an epoch, the unit due first; else the unit due first.
+  size_t best = SIZE_MAX;
+  for (size_t i = 0; i < read_.size(); ++i) {
+    if (earned_one[i] && ahead[i] <= kMostAhead && (best == SIZE_MAX || ahead[i] < ahead[best])) {
+      best = i;
+    }
+  }
+  if (best != SIZE_MAX) return best;
+  std::vector<bool> near(read_.size());
+  for (size_t i = 0; i < read_.size(); ++i) near[i] = ahead[i] <= kMostAhead;
+  best = First(step, near);
+  return best != SIZE_MAX ? best : first;
+}
+
+LanePiece Lane::TakeOpen(size_t i, uint64_t room) {
+  OpenUnit& open = state_.open[i];
+  const LanePiece piece{.unit = open.unit,
+                        .first = open.done,
+                        .count = std::min(room, open.unit.dealt.size - open.done)};
+  open.done += piece.count;
+  if (open.done == open.unit.dealt.size) state_.open.erase(state_.open.begin() + i);
+  return piece;
+}
+
+LanePiece Lane::Take(uint64_t step, uint64_t room) {
+  STOKER_ASSERT(room > 0, "a piece of no tokens");
+  while (true) {
+    const size_t first = First(step, {});
+    // Due units first; then the open ones; then an early start.
+    const bool due = fronts_[first].due <= static_cast<double>(step + 1);
+    if (!due && !state_.open.empty()) return TakeOpen(0, room);
+    const LaneUnit unit = fronts_[due ? first : Early(step, first)];
+    DealNext(unit.dataset);
+    if (unit.dealt.size == 0) continue;
+    const auto at =
+        std::upper_bound(state_.open.begin(), state_.open.end(), unit.due,
+                         [](double due, const OpenUnit& open) { return due < open.unit.due; });
+    const size_t i = at - state_.open.begin();
+    state_.open.insert(at, {.unit = unit});
+    return TakeOpen(i, room);
+  }
+}
+
+DealerState Redeal(std::span<const uint64_t> sizes, uint64_t key,
+                   const std::vector<DealerState>& saved, uint32_t lanes) {
+  STOKER_ASSERT(!saved.empty() && lanes > 0, "dealing {} lanes' units again to {}", saved.size(),
+                lanes);
+  const auto by_position = [](const DealerState& a, const DealerState& b) {
+    return a.position < b.position;
+  };
+  const DealerState& least = *std::min_element(saved.begin(), saved.end(), by_position);
+  const uint64_t most = std::max_element(saved.begin(), saved.end(), by_position)->position;
+  // Every position of [least, most) that the old dealing gave a lane before that lane's next
+  // unit was started by it; the positions passed over before stay passed over.
+  std::vector<uint64_t> skip = least.skip;
+  Dealer old(sizes, key, least);
+  while (old.state().position < most) {
+    const Dealt dealt = old.Next();
+    STOKER_ASSERT(dealt.lane < saved.size(), "lane {} of {} saved", dealt.lane, saved.size());
+    if (dealt.position < saved[dealt.lane].position) skip.push_back(dealt.position);
+  }
+  std::sort(skip.begin(), skip.end());
+  skip.erase(std::unique(skip.begin(), skip.end()), skip.end());
+  return {.position = least.position,
+          .start = least.start,
+          .loads = std::vector<uint64_t>(lanes, 0),
+          .skip = std::move(skip)};
+}
+
+}  // namespace stoker

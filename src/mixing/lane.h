@@ -1,0 +1,120 @@
+// Lane: the units one lane (a data-parallel rank) starts, one after another, of all the datasets
+// it reads, and the dealing again of the datasets' streams when a run resumes on other lanes.
+//
+// Every dataset's stream of units (its documents, epoch after epoch) is dealt to the lanes
+// (order/dealer.h); each lane deals every stream itself and keeps the units dealt to it, in
+// stream order. A unit that begins C tokens into its dataset's stream and holds F framed tokens
+// falls due when the dataset has earned C + F (MixClock::DueTime, a step and a part of it),
+// and is due by step s if that is at or before s + 1, the end of step s. A lane fills
+// the tokens of each step, piece by piece (Take):
+//   1. it starts every unit of its that is due by the step, least due time first (on a tie the
+//      dataset of larger weight at the step, then the larger hash of its name, never corpus
+//      order), each run on until it ends or the step's tokens do;
+//   2. then it goes on with the units it started and has not finished, least due time first;
+//   3. when nothing is due or open and the step has room, it starts a unit early: of the
+//      datasets that have earned at least the unit's tokens, the one whose clock the unit would
+//      lead by the least part of an epoch of the dataset, if by at most half of one; else, of the
+//      units within half an epoch, the one due first; else the one due first.
+// Since the dealing keeps the lanes' loads of each dataset within a unit of each other, and every
+// lane delivers the same tokens per step, each dataset's units start over all lanes at about the
+// steps they fall due, in stream order: the epochs belong to the dataset, not to a lane. A lane
+// whose loads are short of the others' (by up to a unit of each dataset) starts early where that
+// costs the least part of an epoch: in the large datasets. A dataset of weight w earns w of the
+// tokens and starts no unit early before its share has earned that unit's tokens: a weight of
+// 1e-9 gets nothing in a run shorter than a billion of its documents, and a weight that ramps up
+// from 0 starts when its share has earned a unit. Where a step delivers several epochs of a
+// dataset (a few short units at a large weight), a step can end with a spread of 3 or 4
+// deliveries between its units: within a step each lane starts its due units in its own rows.
+// docs/design.md, "Epochs of the dataset".
+//
+// The state (LaneState) is a value: a lane made from it delivers the same pieces. Pure.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "mixing/mix_clock.h"
+#include "order/dealer.h"
+
+namespace stoker {
+
+struct LaneDataset {
+  std::span<const uint64_t> sizes;  // framed tokens per unit, not owned; empty: no units
+  uint64_t key = 0;                 // the dataset's order key (Dealer)
+  uint64_t tie = 0;                 // a hash of its name: breaks ties after the weight
+};
+
+struct LaneUnit {
+  uint32_t dataset = 0;
+  Dealt dealt;
+  double due = 0;  // when it falls due (MixClock::DueTime)
+  bool operator==(const LaneUnit&) const = default;
+};
+
+// A unit started and not finished: `done` of its dealt.size tokens delivered.
+struct OpenUnit {
+  LaneUnit unit;
+  uint64_t done = 0;
+  bool operator==(const OpenUnit&) const = default;
+};
+
+struct LaneState {
+  // Per dataset: a dealer state of its stream at or before this lane's next unit
+  // (FirstDealerState, a saved one, or Redeal's).
+  std::vector<DealerState> dealers;
+  std::vector<OpenUnit> open;  // least due time first
+  bool operator==(const LaneState&) const = default;
+};
+
+// Tokens [first, first + count) of a unit of dealt.size tokens, count > 0.
+struct LanePiece {
+  LaneUnit unit;
+  uint64_t first = 0;
+  uint64_t count = 0;
+  bool operator==(const LanePiece&) const = default;
+};
+
+class Lane {
+ public:
+  // `clock` outlives the lane. A dataset is read when it has units and a positive weight at some
+  // step of the clock's schedule.
+  Lane(uint32_t lane, std::vector<LaneDataset> datasets, const MixClock& clock, LaneState state);
+
+  // The next piece of step `step`, at most `room` tokens (room > 0): of the unit the rule above
+  // gives. Units of no tokens are passed over.
+  LanePiece Take(uint64_t step, uint64_t room);
+
+  // Per dataset the dealer's state before the lane's next unit (as given, for a dataset not
+  // read), and the units open.
+  const LaneState& state() const { return state_; }
+
+ private:
+  // Deals `d`'s stream on to this lane's next unit of it, its front.
+  void DealNext(uint32_t d);
+  // Of the datasets' next units (those `among` marks, all if empty), the one due first at `step`
+  // (an index into read_; SIZE_MAX if none is marked).
+  size_t First(uint64_t step, const std::vector<bool>& among) const;
+  // The unit to start early at `step` (rule 3 above), `first` the one due first.
+  size_t Early(uint64_t step, size_t first) const;
+  // Takes up to `room` tokens of the open unit `i`, closing it when they are its last.
+  LanePiece TakeOpen(size_t i, uint64_t room);
+
+  uint32_t lane_;
+  std::vector<LaneDataset> datasets_;
+  const MixClock* clock_;
+  std::vector<uint32_t> read_;    // the datasets read
+  std::vector<Dealer> dealers_;   // per dataset read, in read_'s order
+  std::vector<LaneUnit> fronts_;  // per dataset read: the lane's next unit
+  std::vector<uint64_t> totals_;  // per dataset read: the tokens of an epoch
+  LaneState state_;
+};
+
+// One dataset's dealer state that every lane of a run on `lanes` lanes starts from, after a run
+// whose lanes saved `saved` (each lane's state() of this dataset, all at the same step): the
+// stream dealt again from the least advanced lane's position, passing over the units some lane
+// had started beyond it (and those passed over before). Every rank computes the same.
+DealerState Redeal(std::span<const uint64_t> sizes, uint64_t key,
+                   const std::vector<DealerState>& saved, uint32_t lanes);
+
+}  // namespace stoker
