@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <tuple>
 
 #include "base/check.h"
@@ -17,21 +18,34 @@ constexpr double kMostAhead = 0.5;
 
 }  // namespace
 
-Lane::Lane(uint32_t lane, std::vector<LaneDataset> datasets, const MixClock& clock, LaneState state)
-    : lane_(lane), datasets_(std::move(datasets)), clock_(&clock), state_(std::move(state)) {
+Lane::Lane(uint32_t lane, uint32_t lanes, std::vector<LaneDataset> datasets, const MixClock& clock,
+           LaneState state, LaneWalk* walk)
+    : lane_(lane),
+      lanes_(lanes),
+      datasets_(std::move(datasets)),
+      clock_(&clock),
+      walk_(walk),
+      state_(std::move(state)) {
   const auto n = static_cast<uint32_t>(datasets_.size());
+  STOKER_ASSERT(lane_ < lanes_, "lane {} of {}", lane_, lanes_);
   STOKER_ASSERT(state_.dealers.size() == n && clock.schedule().datasets() == n,
                 "a lane of {} datasets, {} dealer states, a clock of {}", n, state_.dealers.size(),
                 clock.schedule().datasets());
+  if (state_.walked.empty()) state_.walked.assign(n, 0);
   for (uint32_t d = 0; d < n; ++d) {
-    if (datasets_[d].sizes.empty() || !clock.schedule().EverPositive(d)) continue;
-    STOKER_ASSERT(lane_ < state_.dealers[d].loads.size(), "lane {} of {}", lane_,
-                  state_.dealers[d].loads.size());
+    const LaneDataset& dataset = datasets_[d];
+    if ((dataset.sizes.empty() && !dataset.walked) || !clock.schedule().EverPositive(d)) continue;
+    STOKER_ASSERT(!dataset.walked || walk_ != nullptr, "walked dataset {} with no walk", d);
+    STOKER_ASSERT(dataset.walked || state_.dealers[d].loads.size() == lanes_,
+                  "dealer state of {} lanes for {}", state_.dealers[d].loads.size(), lanes_);
     read_.push_back(d);
-    dealers_.emplace_back(datasets_[d].sizes, datasets_[d].key, state_.dealers[d]);
+    dealers_.emplace_back();
+    if (!dataset.walked) dealers_.back().emplace(dataset.sizes, dataset.key, state_.dealers[d]);
     fronts_.emplace_back();
-    totals_.push_back(std::max<uint64_t>(
-        1, std::accumulate(datasets_[d].sizes.begin(), datasets_[d].sizes.end(), uint64_t{0})));
+    const uint64_t tokens = dataset.tokens > 0 ? dataset.tokens
+                                               : std::accumulate(dataset.sizes.begin(),
+                                                                 dataset.sizes.end(), uint64_t{0});
+    totals_.push_back(std::max<uint64_t>(tokens, 1));
     DealNext(d);
   }
   STOKER_ASSERT(!read_.empty(), "a lane with no dataset to read");
@@ -39,10 +53,22 @@ Lane::Lane(uint32_t lane, std::vector<LaneDataset> datasets, const MixClock& clo
 
 void Lane::DealNext(uint32_t d) {
   const size_t i = std::find(read_.begin(), read_.end(), d) - read_.begin();
-  Dealer& dealer = dealers_[i];
+  Dealt dealt;
+  if (datasets_[d].walked) {
+    dealt = walk_->Peek(d);
+    dealt.lane = lane_;
+    dealt.start = lanes_ * state_.walked[d];
+    fronts_[i] = {
+        .dataset = d,
+        .dealt = dealt,
+        .due = clock_->DueTime(
+            d, static_cast<double>(lanes_) * static_cast<double>(state_.walked[d] + dealt.size))};
+    return;
+  }
+  Dealer& dealer = *dealers_[i];
   while (dealer.NextLane() != lane_) dealer.Next();
   state_.dealers[d] = dealer.state();
-  const Dealt dealt = dealer.Next();
+  dealt = dealer.Next();
   fronts_[i] = {.dataset = d,
                 .dealt = dealt,
                 .due = clock_->DueTime(d, static_cast<double>(dealt.start + dealt.size))};
@@ -107,6 +133,10 @@ LanePiece Lane::Take(uint64_t step, uint64_t room) {
     const bool due = fronts_[first].due <= static_cast<double>(step + 1);
     if (!due && !state_.open.empty()) return TakeOpen(0, room);
     const LaneUnit unit = fronts_[due ? first : Early(step, first)];
+    if (datasets_[unit.dataset].walked) {
+      walk_->Advance(unit.dataset);
+      state_.walked[unit.dataset] += unit.dealt.size;
+    }
     DealNext(unit.dataset);
     if (unit.dealt.size == 0) continue;
     const auto at =

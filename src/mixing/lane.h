@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -39,10 +40,27 @@
 
 namespace stoker {
 
+// A dataset is dealt (its units' sizes known to every lane) or walked: too large for every lane
+// to deal every unit, each lane takes its units from a walk of its own (LaneWalk: the logical
+// shards its rank owns, packing/row_planner.h), and they fall due when the dataset has earned
+// `lanes` times the lane's own tokens of it, the unit's included. A walked dataset's units keep to
+// its weight on every lane; its epochs are the walk's.
 struct LaneDataset {
-  std::span<const uint64_t> sizes;  // framed tokens per unit, not owned; empty: no units
-  uint64_t key = 0;                 // the dataset's order key (Dealer)
-  uint64_t tie = 0;                 // a hash of its name: breaks ties after the weight
+  std::span<const uint64_t> sizes;  // framed tokens per unit, not owned (walked: may be empty)
+  bool walked = false;
+  uint64_t tokens = 0;  // framed tokens of an epoch (0: the sum of `sizes`)
+  uint64_t key = 0;     // the dataset's order key (Dealer)
+  uint64_t tie = 0;     // a hash of its name: breaks ties after the weight
+};
+
+// The units of the walked datasets on one lane, in the order of the walk: Peek tells the next
+// unit (its `unit`, `epoch`, `position` as the walk knows them and its framed `size`), Advance
+// moves past it. Peek gives the same until Advance.
+class LaneWalk {
+ public:
+  virtual ~LaneWalk() = default;
+  virtual Dealt Peek(uint32_t dataset) = 0;
+  virtual void Advance(uint32_t dataset) = 0;
 };
 
 struct LaneUnit {
@@ -60,9 +78,11 @@ struct OpenUnit {
 };
 
 struct LaneState {
-  // Per dataset: a dealer state of its stream at or before this lane's next unit
-  // (FirstDealerState, a saved one, or Redeal's).
+  // Per dataset dealt: a dealer state of its stream at or before this lane's next unit
+  // (FirstDealerState, a saved one, or Redeal's); for a walked one, ignored.
   std::vector<DealerState> dealers;
+  // Per dataset walked: the framed tokens of the units this lane started (empty: none).
+  std::vector<uint64_t> walked;
   std::vector<OpenUnit> open;  // least due time first
   bool operator==(const LaneState&) const = default;
 };
@@ -77,9 +97,11 @@ struct LanePiece {
 
 class Lane {
  public:
-  // `clock` outlives the lane. A dataset is read when it has units and a positive weight at some
-  // step of the clock's schedule.
-  Lane(uint32_t lane, std::vector<LaneDataset> datasets, const MixClock& clock, LaneState state);
+  // Lane `lane` of `lanes`. `clock` and `walk` (needed when a dataset is walked) outlive the
+  // lane. A dataset is read when it has a positive weight at some step of the clock's schedule
+  // and units (sizes, or walked).
+  Lane(uint32_t lane, uint32_t lanes, std::vector<LaneDataset> datasets, const MixClock& clock,
+       LaneState state, LaneWalk* walk = nullptr);
 
   // The next piece of step `step`, at most `room` tokens (room > 0): of the unit the rule above
   // gives. Units of no tokens are passed over.
@@ -101,12 +123,14 @@ class Lane {
   LanePiece TakeOpen(size_t i, uint64_t room);
 
   uint32_t lane_;
+  uint32_t lanes_;
   std::vector<LaneDataset> datasets_;
   const MixClock* clock_;
-  std::vector<uint32_t> read_;    // the datasets read
-  std::vector<Dealer> dealers_;   // per dataset read, in read_'s order
-  std::vector<LaneUnit> fronts_;  // per dataset read: the lane's next unit
-  std::vector<uint64_t> totals_;  // per dataset read: the tokens of an epoch
+  LaneWalk* walk_;
+  std::vector<uint32_t> read_;                  // the datasets read
+  std::vector<std::optional<Dealer>> dealers_;  // per dataset read, in read_'s order, if dealt
+  std::vector<LaneUnit> fronts_;                // per dataset read: the lane's next unit
+  std::vector<uint64_t> totals_;                // per dataset read: the tokens of an epoch
   LaneState state_;
 };
 

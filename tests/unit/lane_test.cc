@@ -13,6 +13,7 @@
 
 #include "mixing/mix_clock.h"
 #include "mixing/mix_schedule.h"
+#include "order/permutation.h"
 #include "order/random.h"
 
 namespace stoker {
@@ -40,6 +41,29 @@ struct Corpus {
       datasets.push_back({.sizes = sizes[d], .key = DeriveKey(key, "dataset", d), .tie = d});
     }
   }
+};
+
+// A walk that takes lane `lane` of `lanes` through every `lanes`-th position of each walked
+// dataset's stream, epoch after epoch.
+class StridedWalk : public LaneWalk {
+ public:
+  StridedWalk(const Corpus& corpus, uint32_t lane, uint32_t lanes)
+      : corpus_(corpus), lane_(lane), lanes_(lanes), taken_(corpus.sizes.size(), 0) {}
+
+  Dealt Peek(uint32_t d) override {
+    const uint64_t units = corpus_.sizes[d].size();
+    const uint64_t position = lane_ + taken_[d] * lanes_;
+    const uint64_t epoch = position / units;
+    const uint64_t unit =
+        Permutation(units, DeriveKey(corpus_.datasets[d].key, "epoch", epoch)).At(position % units);
+    return {.position = position, .epoch = epoch, .unit = unit, .size = corpus_.sizes[d][unit]};
+  }
+  void Advance(uint32_t d) override { ++taken_[d]; }
+
+ private:
+  const Corpus& corpus_;
+  uint32_t lane_, lanes_;
+  std::vector<uint64_t> taken_;
 };
 
 // Every lane of a run: each step every lane delivers `lane_tokens` tokens, in the pieces its Lane
@@ -81,6 +105,7 @@ class LaneRun {
           ++finished_[d][piece.unit.dealt.unit];
         }
         tokens_[d] += piece.count;
+        lane_tokens_of_[&lane - lanes_.data()][d] += piece.count;
         room -= piece.count;
       }
     }
@@ -92,6 +117,7 @@ class LaneRun {
   void Resume(uint32_t lanes) {
     std::vector<LaneState> states(lanes);
     for (uint32_t d = 0; d < corpus_.sizes.size(); ++d) {
+      EXPECT_FALSE(corpus_.datasets[d].walked) << "the walk of this test does not resume";
       std::vector<DealerState> saved;
       for (const Lane& lane : lanes_) saved.push_back(lane.state().dealers[d]);
       const DealerState dealt = Redeal(corpus_.sizes[d], corpus_.datasets[d].key, saved, lanes);
@@ -134,6 +160,7 @@ class LaneRun {
   uint64_t step() const { return step_; }
   uint64_t Count(uint32_t d, uint64_t u) const { return counts_[d][u]; }
   uint64_t tokens(uint32_t d) const { return tokens_[d]; }
+  uint64_t tokens(uint32_t lane, uint32_t d) const { return lane_tokens_of_[lane][d]; }
   uint64_t first_start(uint32_t d) const { return first_start_[d]; }
   double first_due(uint32_t d) const { return first_due_[d]; }
   const std::vector<uint64_t>& starts(uint32_t d) const { return starts_[d]; }
@@ -143,8 +170,13 @@ class LaneRun {
  private:
   void MakeLanes(const std::vector<LaneState>& states) {
     lanes_.clear();
+    walks_.clear();
+    lane_tokens_of_.assign(states.size(), std::vector<uint64_t>(corpus_.sizes.size(), 0));
     for (uint32_t l = 0; l < states.size(); ++l) {
-      lanes_.emplace_back(l, corpus_.datasets, *clock_, states[l]);
+      walks_.push_back(
+          std::make_unique<StridedWalk>(corpus_, l, static_cast<uint32_t>(states.size())));
+      lanes_.emplace_back(l, static_cast<uint32_t>(states.size()), corpus_.datasets, *clock_,
+                          states[l], walks_.back().get());
     }
   }
 
@@ -152,7 +184,9 @@ class LaneRun {
   MixSchedule schedule_;
   uint64_t lane_tokens_;
   std::unique_ptr<MixClock> clock_;
+  std::vector<std::unique_ptr<StridedWalk>> walks_;
   std::vector<Lane> lanes_;
+  std::vector<std::vector<uint64_t>> lane_tokens_of_;  // per lane and dataset
   uint64_t step_ = 0;
   std::vector<std::vector<uint64_t>> counts_;    // per dataset and unit: starts
   std::vector<std::vector<uint64_t>> finished_;  // per dataset and unit: ends
@@ -249,7 +283,7 @@ TEST(Lane, ALaneMadeFromASavedStateGoesOnTheSame) {
   const Corpus corpus = SmallBesideLarge(14);
   const MixClock clock(MixSchedule::Constant({0.3, 0.7}), 3 * kRoom);
   const LaneState first{.dealers = std::vector<DealerState>(2, FirstDealerState(3))};
-  Lane whole(1, corpus.datasets, clock, first);
+  Lane whole(1, 3, corpus.datasets, clock, first);
   std::vector<LanePiece> pieces;
   std::vector<size_t> step_begins;  // per step, its first piece
   std::vector<LaneState> states;    // per step, the state before it
@@ -261,7 +295,7 @@ TEST(Lane, ALaneMadeFromASavedStateGoesOnTheSame) {
     }
   }
   for (uint64_t from : {0, 1, 7, 30, 59}) {
-    Lane resumed(1, corpus.datasets, clock, states[from]);
+    Lane resumed(1, 3, corpus.datasets, clock, states[from]);
     size_t i = step_begins[from];
     for (uint64_t step = from; step < kSteps; ++step) {
       for (uint64_t room = kRoom; room > 0; room -= pieces[i++].count) {
@@ -279,7 +313,7 @@ TEST(Lane, OnATieTheLargerWeightStartsFirst) {
   corpus.Add(std::vector<uint64_t>(10, 1), 5);
   corpus.Add(std::vector<uint64_t>(10, 3), 5);
   const MixClock clock(MixSchedule::Constant({0.25, 0.75}), 4);
-  Lane lane(0, corpus.datasets, clock, {.dealers = {FirstDealerState(1), FirstDealerState(1)}});
+  Lane lane(0, 1, corpus.datasets, clock, {.dealers = {FirstDealerState(1), FirstDealerState(1)}});
   for (uint64_t step = 0; step < 20; ++step) {
     const LanePiece heavy = lane.Take(step, 4);
     const LanePiece light = lane.Take(step, 4 - heavy.count);
@@ -326,6 +360,30 @@ TEST(Lane, ATinyWeightGetsItsShareAndARampFromZeroStartsWhenItHasEarnedAUnit) {
     EXPECT_EQ(run.tokens(2), 0u);
     EXPECT_GT(run.first_start(3), 60u + 5);
     EXPECT_LE(run.first_due(3), static_cast<double>(run.first_start(3) + 2)) << lanes << " lanes";
+  }
+}
+
+// A dataset walked by each lane on its own, beside a dealt 14-unit one: every lane keeps to the
+// weights (its tokens of the walked one within a unit of its part of the share), and the dealt
+// dataset's epochs hold over all lanes.
+TEST(Lane, AWalkedDatasetKeepsItsShareOnEveryLane) {
+  Corpus corpus = SmallBesideLarge(15);
+  corpus.datasets[0].walked = true;
+  const uint64_t largest = Largest(corpus);
+  for (uint64_t lane_tokens : {129, 4 * 1025}) {
+    for (uint32_t lanes = 1; lanes <= 7; ++lanes) {
+      LaneRun run(corpus, MixSchedule::Constant({0.4, 0.6}), lane_tokens, lanes);
+      while (run.Least(1) < 20) {
+        run.Step();
+        ASSERT_LE(run.Spread(1), 2u)
+            << lanes << " lanes of " << lane_tokens << ", step " << run.step();
+        for (uint32_t lane = 0; lane < lanes; ++lane) {
+          const double share = run.clock().Earned(0, run.step()) / lanes;
+          ASSERT_LE(std::abs(static_cast<double>(run.tokens(lane, 0)) - share), largest)
+              << "lane " << lane << " of " << lanes << ", step " << run.step();
+        }
+      }
+    }
   }
 }
 
