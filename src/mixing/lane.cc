@@ -148,23 +148,21 @@ LanePiece Lane::Take(uint64_t step, uint64_t room) {
   }
 }
 
-DealerState Redeal(std::span<const uint64_t> sizes, uint64_t key,
-                   const std::vector<DealerState>& saved, uint32_t lanes) {
-  STOKER_ASSERT(!saved.empty() && lanes > 0, "dealing {} lanes' units again to {}", saved.size(),
-                lanes);
-  const auto by_position = [](const DealerState& a, const DealerState& b) {
-    return a.position < b.position;
-  };
-  const DealerState& least = *std::min_element(saved.begin(), saved.end(), by_position);
-  const uint64_t most = std::max_element(saved.begin(), saved.end(), by_position)->position;
+DealerState Redeal(std::span<const uint64_t> sizes, uint64_t key, const DealerState& least,
+                   std::span<const uint64_t> positions, uint32_t lanes) {
+  STOKER_ASSERT(!positions.empty() && lanes > 0 && least.loads.size() == positions.size(),
+                "dealing {} lanes' units again to {} from a state of {}", positions.size(), lanes,
+                least.loads.size());
+  STOKER_ASSERT(least.position == *std::min_element(positions.begin(), positions.end()),
+                "dealing again from {}, not the least position", least.position);
+  const uint64_t most = *std::max_element(positions.begin(), positions.end());
   // Every position of [least, most) that the old dealing gave a lane before that lane's next
   // unit was started by it; the positions passed over before stay passed over.
   std::vector<uint64_t> skip = least.skip;
   Dealer old(sizes, key, least);
   while (old.state().position < most) {
     const Dealt dealt = old.Next();
-    STOKER_ASSERT(dealt.lane < saved.size(), "lane {} of {} saved", dealt.lane, saved.size());
-    if (dealt.position < saved[dealt.lane].position) skip.push_back(dealt.position);
+    if (dealt.position < positions[dealt.lane]) skip.push_back(dealt.position);
   }
   std::sort(skip.begin(), skip.end());
   skip.erase(std::unique(skip.begin(), skip.end()), skip.end());

@@ -135,10 +135,12 @@ class Lane {
 };
 
 // One dataset's dealer state that every lane of a run on `lanes` lanes starts from, after a run
-// whose lanes saved `saved` (each lane's state() of this dataset, all at the same step): the
-// stream dealt again from the least advanced lane's position, passing over the units some lane
-// had started beyond it (and those passed over before). Every rank computes the same.
-DealerState Redeal(std::span<const uint64_t> sizes, uint64_t key,
-                   const std::vector<DealerState>& saved, uint32_t lanes);
+// whose lane l saved a dealer state at `positions[l]` (its state().dealers[d].position, all at the
+// same step), `least` the saved state of least position: the stream dealt again from there,
+// passing over the units some lane had started beyond it (and those passed over before). Needs
+// every old lane's position but one old lane's state (loads of every old lane): a rescale moves
+// a number per old lane and dataset, and one state. Every rank computes the same.
+DealerState Redeal(std::span<const uint64_t> sizes, uint64_t key, const DealerState& least,
+                   std::span<const uint64_t> positions, uint32_t lanes);
 
 }  // namespace stoker

@@ -118,9 +118,15 @@ class LaneRun {
     std::vector<LaneState> states(lanes);
     for (uint32_t d = 0; d < corpus_.sizes.size(); ++d) {
       EXPECT_FALSE(corpus_.datasets[d].walked) << "the walk of this test does not resume";
-      std::vector<DealerState> saved;
-      for (const Lane& lane : lanes_) saved.push_back(lane.state().dealers[d]);
-      const DealerState dealt = Redeal(corpus_.sizes[d], corpus_.datasets[d].key, saved, lanes);
+      std::vector<uint64_t> positions;
+      const DealerState* least = nullptr;
+      for (const Lane& lane : lanes_) {
+        const DealerState& saved = lane.state().dealers[d];
+        positions.push_back(saved.position);
+        if (least == nullptr || saved.position < least->position) least = &saved;
+      }
+      const DealerState dealt =
+          Redeal(corpus_.sizes[d], corpus_.datasets[d].key, *least, positions, lanes);
       for (LaneState& state : states) state.dealers.push_back(dealt);
     }
     size_t next = 0;
