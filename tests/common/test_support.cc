@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 
 #include "order/random.h"
@@ -112,6 +113,15 @@ std::vector<int64_t> OffsetsFor(const std::vector<uint64_t>& lengths) {
   std::vector<int64_t> offsets = {0};
   for (uint64_t n : lengths) offsets.push_back(offsets.back() + static_cast<int64_t>(n));
   return offsets;
+}
+
+RawShard ShardOfLengths(const std::vector<uint64_t>& lengths, const std::string& type) {
+  RawShard shard;
+  shard.doc_offsets = RawArray{.type = "uint64", .values = OffsetsFor(lengths)};
+  std::vector<int64_t> tokens(shard.doc_offsets->values.back());
+  std::iota(tokens.begin(), tokens.end(), 1);
+  shard.tokens = RawArray{.type = type, .values = tokens};
+  return shard;
 }
 
 void WriteTestShard(const std::string& path, const std::vector<std::vector<uint64_t>>& docs,

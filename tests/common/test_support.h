@@ -83,6 +83,10 @@ void WriteRawShard(const std::string& path, const RawShard& shard);
 // Document offsets (n + 1 entries from 0) for the given document lengths.
 std::vector<int64_t> OffsetsFor(const std::vector<uint64_t>& lengths);
 
+// A shard of documents of the given lengths, tokens 1, 2, 3, ... in the raw type `type`, offsets
+// uint64.
+RawShard ShardOfLengths(const std::vector<uint64_t>& lengths, const std::string& type = "uint32");
+
 using Docs = std::vector<std::vector<uint64_t>>;
 
 // The documents' tokens, concatenated; `offsets` gets their n + 1 offsets.

@@ -26,6 +26,7 @@ namespace {
 
 using testing::RawArray;
 using testing::RawShard;
+using testing::ShardOfLengths;
 using testing::SharedTempDir;
 using testing::WriteRawShard;
 using testing::WriteTestShard;
@@ -45,16 +46,6 @@ void ExpectProblem(const Problem& p, const Expected& e) {
     EXPECT_NE(p.message.find(word), std::string::npos)
         << "'" << word << "' not in: " << p.ToString();
   }
-}
-
-// A shard of `lengths.size()` documents with tokens 1, 2, 3, ... in the given raw type.
-RawShard ShardOfLengths(const std::vector<uint64_t>& lengths, const std::string& type = "uint32") {
-  RawShard shard;
-  shard.doc_offsets = RawArray{.type = "uint64", .values = testing::OffsetsFor(lengths)};
-  std::vector<int64_t> tokens(shard.doc_offsets->values.back());
-  std::iota(tokens.begin(), tokens.end(), 1);
-  shard.tokens = RawArray{.type = type, .values = tokens};
-  return shard;
 }
 
 class VerifyTest : public ::testing::Test {
