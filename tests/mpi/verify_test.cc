@@ -14,7 +14,6 @@
 #include <fstream>
 #include <functional>
 #include <limits>
-#include <numeric>
 
 #include "common/test_support.h"
 #include "shard/shard_check.h"
