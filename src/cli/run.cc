@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -72,6 +73,8 @@ class Dump {
 };
 
 int RunRun(const ProgramSettings& options, const mpi::Comm& world) {
+  // SIGUSR1 and SIGTERM stop the run at the next step, saved, as they stop a trainer.
+  InstallStopHandlers();
   const RunSettings& settings = options.run;
   if (!CheckRunSettings(world.get(), settings, nullptr, "stoker run")) return 2;
   RunSession session(world.get(), settings, {.tag = "run"});
@@ -80,6 +83,11 @@ int RunRun(const ProgramSettings& options, const mpi::Comm& world) {
   std::optional<Dump> dump;
   if (!options.dump.empty()) dump.emplace(options.dump, world.rank());
 
+  // The ranks agree on a stop (one all-reduce) every 64 Ki tokens a rank, not every step: a step
+  // of a few hundred tokens takes microseconds, as long as that all-reduce on a busy node.
+  const LoaderConfig& config = session.loader_config();
+  const uint64_t stop_every =
+      std::max<uint64_t>(1, 65536 / (config.batch_size * (config.seq_len + 1)));
   double last_report = 0;
   uint64_t tokens = 0, batches = 0;
   while (session.Running()) {
@@ -87,7 +95,7 @@ int RunRun(const ProgramSettings& options, const mpi::Comm& world) {
     ++batches;
     tokens += batch.tokens.size();
     if (dump) dump->Write(batch);
-    session.EndStep(false, nullptr);
+    session.EndStep(batch.step % stop_every == 0 && session.StopTogether(), nullptr);
     if (const double now = session.seconds(); now - last_report >= 5 && world.rank() == 0) {
       spdlog::info("run: step {} of {}, {:.1f} M tokens/s on this rank", batch.step, settings.steps,
                    tokens / now / 1e6);
@@ -98,7 +106,6 @@ int RunRun(const ProgramSettings& options, const mpi::Comm& world) {
   // In a layout the members of a replica hold the same batches: a replica's tokens once.
   const uint64_t replica_tokens = world.Sum(loader.replica_first() ? tokens : 0);
   const double seconds = session.seconds();
-  const LoaderConfig& config = session.loader_config();
   const nlohmann::json fields = {
       {"steps", loader.step()},
       {"batches", batches},

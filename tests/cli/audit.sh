@@ -12,7 +12,7 @@
 #     another's (many problems: 20 printed, "... and N more"): exit 1 naming the problem;
 #   - a resume from an OLDER checkpoint: the newer run's folder is set aside without its records,
 #     audit clean;
-#   - a run really killed (SIGTERM to mpirun mid-stream), then resumed: audit clean;
+#   - a run really killed (SIGKILL to its ranks mid-stream), then resumed: audit clean;
 #   - errors: a missing rank file, --bos without --data, --bos for runs without BOS (not clean,
 #     saying so first); --help explains every option.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
@@ -166,7 +166,8 @@ for ((i = 0; i < 300; ++i)); do  # until every rank streams and step 100 is save
   sleep 0.1
 done
 sleep 0.2
-kill -TERM "$pid" 2> /dev/null || fail "the run to be killed ended by itself: $(cat "$work/killed.err")"
+# SIGKILL to the ranks (mpirun's children): a stop signal would stop the run with a save.
+pkill -KILL -P "$pid" || fail "the run to be killed ended by itself: $(cat "$work/killed.err")"
 wait "$pid" && fail "the killed run exited 0" || true
 audit killed 0 "$tr" --json
 python3 - "$work/killed.out" <<'EOF' || fail "killed: $(head -c 2000 "$work/killed.out")"

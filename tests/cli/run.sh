@@ -3,9 +3,9 @@
 # --dump files are bit-identical between two runs of one configuration, of the right size, and
 # differ under another --seed; the final JSON line counts what was delivered; --config is read
 # and a flag on the command line wins over it; bad flags stop the run with one message printed
-# once; --help explains every option; and through the dumps, at 1, 2 and 3 ranks, every rank's
-# first epoch-share of each dataset is its part of epoch 0: over the ranks, every token of the
-# dataset exactly once.
+# once; --help explains every option; SIGUSR1 and SIGTERM stop it at a step with a save; and
+# through the dumps, at 1, 2 and 3 ranks, every rank's first epoch-share of each dataset is its
+# part of epoch 0: over the ranks, every token of the dataset exactly once.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
 source "$(dirname "$0")/../common/test_lib.sh"
@@ -129,6 +129,28 @@ for option in --data --weights --seq-len --batch-size --steps --seed --logical-s
   grep -q -- "$option" "$work/help.txt" || fail "run --help does not mention $option"
 done
 echo "ok: --help mentions every option"
+
+# --- A stop signal stops the run at the next step, saved: SIGUSR1 to mpirun (which passes it
+# on), SIGTERM to the ranks (as Slurm sends it). Exit 0, the stop logged, the step complete. ---
+for sig in USR1 TERM; do
+  ck="$work/stop-$sig"
+  $MPIRUN -np 2 "$STOKER" run --data "$corpus" --steps 100000000 --seq-len 64 --batch-size 2 \
+    --checkpoint-dir "$ck" --save-every 20 > "$work/stop-$sig.out" 2> "$work/stop-$sig.err" &
+  pid=$!
+  for _ in $(seq 600); do  # until both ranks stream and step 20 is saved
+    [ "$(find "$ck/step-20/loader" -name '*.ckpt' 2> /dev/null | wc -l)" = 2 ] && break
+    kill -0 "$pid" 2> /dev/null || break
+    sleep 0.1
+  done
+  if [ "$sig" = USR1 ]; then kill -USR1 "$pid"; else pkill -TERM -P "$pid"; fi
+  wait "$pid" || { cat "$work/stop-$sig.err" >&2; fail "stopped by SIG$sig, the run exited $?"; }
+  grep -q "run: stopping at step .* on signal; saved" "$work/stop-$sig.err" ||
+    fail "SIG$sig: no stop message: $(tail -3 "$work/stop-$sig.err")"
+  end=$(python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); assert r["stopped_early"], r; print(r["end_step"])' "$work/stop-$sig.out") ||
+    fail "SIG$sig: the result line does not say the run stopped early"
+  "$STOKER" inspect "$ck/step-$end" > /dev/null || fail "SIG$sig: step-$end is not complete"
+done
+echo "ok: SIGUSR1 and SIGTERM stop the run at a step, saved, exit 0"
 
 # --- Exactly once through the dumps, at 1, 2 and 3 ranks. ---
 # With default weights each dataset gets its share of tokens, so 3 passes' worth of the whole
