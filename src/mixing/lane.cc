@@ -32,6 +32,9 @@ Lane::Lane(uint32_t lane, uint32_t lanes, std::vector<LaneDataset> datasets, con
                 "a lane of {} datasets, {} dealer states, a clock of {}", n, state_.dealers.size(),
                 clock.schedule().datasets());
   if (state_.walked.empty()) state_.walked.assign(n, 0);
+  if (state_.earlier.empty()) state_.earlier.resize(n);
+  STOKER_ASSERT(state_.earlier.size() == n, "earlier states of {} datasets for {}",
+                state_.earlier.size(), n);
   for (uint32_t d = 0; d < n; ++d) {
     const LaneDataset& dataset = datasets_[d];
     if ((dataset.sizes.empty() && !dataset.walked) || !clock.schedule().EverPositive(d)) continue;
@@ -40,7 +43,10 @@ Lane::Lane(uint32_t lane, uint32_t lanes, std::vector<LaneDataset> datasets, con
                   "dealer state of {} lanes for {}", state_.dealers[d].loads.size(), lanes_);
     read_.push_back(d);
     dealers_.emplace_back();
-    if (!dataset.walked) dealers_.back().emplace(dataset.sizes, dataset.key, state_.dealers[d]);
+    if (!dataset.walked) {
+      dealers_.back().emplace(dataset.sizes, dataset.key, state_.dealers[d]);
+      if (state_.earlier[d].empty()) state_.earlier[d].push_back(state_.dealers[d]);
+    }
     fronts_.emplace_back();
     const uint64_t tokens = dataset.tokens > 0 ? dataset.tokens
                                                : std::accumulate(dataset.sizes.begin(),
@@ -66,9 +72,23 @@ void Lane::DealNext(uint32_t d) {
     return;
   }
   Dealer& dealer = *dealers_[i];
-  while (dealer.NextLane() != lane_) dealer.Next();
+  const uint64_t units = datasets_[d].sizes.size();
+  std::vector<DealerState>& earlier = state_.earlier[d];
+  const auto note_epoch_start = [&] {
+    const uint64_t position = dealer.state().position;
+    if (position % units != 0 || (!earlier.empty() && earlier.back().position >= position)) return;
+    earlier.push_back(dealer.state());
+  };
+  note_epoch_start();
+  while (dealer.NextLane() != lane_) {
+    dealer.Next();
+    note_epoch_start();
+  }
   state_.dealers[d] = dealer.state();
   dealt = dealer.Next();
+  // Back to two epochs before this unit's: the oldest kept starts that epoch or lies before it.
+  const uint64_t keep_from = dealt.epoch < 2 ? 0 : (dealt.epoch - 2) * units;
+  while (earlier.size() > 1 && earlier[1].position <= keep_from) earlier.erase(earlier.begin());
   fronts_[i] = {.dataset = d,
                 .dealt = dealt,
                 .due = clock_->DueTime(d, static_cast<double>(dealt.start + dealt.size))};
@@ -148,28 +168,42 @@ LanePiece Lane::Take(uint64_t step, uint64_t room) {
   }
 }
 
-DealerState Redeal(std::span<const uint64_t> sizes, uint64_t key, const DealerState& least,
+DealerState Redeal(std::span<const uint64_t> sizes, uint64_t key, const DealerState& from,
                    std::span<const uint64_t> positions, uint32_t lanes) {
-  STOKER_ASSERT(!positions.empty() && lanes > 0 && least.loads.size() == positions.size(),
+  STOKER_ASSERT(!positions.empty() && lanes > 0 && from.loads.size() == positions.size(),
                 "dealing {} lanes' units again to {} from a state of {}", positions.size(), lanes,
-                least.loads.size());
-  STOKER_ASSERT(least.position == *std::min_element(positions.begin(), positions.end()),
-                "dealing again from {}, not the least position", least.position);
+                from.loads.size());
+  const uint64_t least = *std::min_element(positions.begin(), positions.end());
   const uint64_t most = *std::max_element(positions.begin(), positions.end());
+  STOKER_ASSERT(from.position <= least, "dealing again from {}, past the least position {}",
+                from.position, least);
+  Dealer old(sizes, key, from);
+  while (old.NextPosition() < least) old.Next();
+  // Every position before `at` was started; those from it to `least` are passed over.
+  const DealerState at = old.state();
   // Every position of [least, most) that the old dealing gave a lane before that lane's next
   // unit was started by it; the positions passed over before stay passed over.
-  std::vector<uint64_t> skip = least.skip;
-  Dealer old(sizes, key, least);
+  std::vector<uint64_t> skip = at.skip;
   while (old.state().position < most) {
     const Dealt dealt = old.Next();
     if (dealt.position < positions[dealt.lane]) skip.push_back(dealt.position);
   }
   std::sort(skip.begin(), skip.end());
   skip.erase(std::unique(skip.begin(), skip.end()), skip.end());
-  return {.position = least.position,
-          .start = least.start,
+  return {.position = at.position,
+          .start = at.start,
           .loads = std::vector<uint64_t>(lanes, 0),
           .skip = std::move(skip)};
+}
+
+const DealerState* LatestAtOrBefore(std::span<const DealerState> states, uint64_t position) {
+  const DealerState* latest = nullptr;
+  for (const DealerState& state : states) {
+    if (state.position <= position && (latest == nullptr || state.position > latest->position)) {
+      latest = &state;
+    }
+  }
+  return latest;
 }
 
 }  // namespace stoker

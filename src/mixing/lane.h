@@ -84,6 +84,11 @@ struct LaneState {
   // Per dataset walked: the framed tokens of the units this lane started (empty: none).
   std::vector<uint64_t> walked;
   std::vector<OpenUnit> open;  // least due time first
+  // Per dataset dealt: earlier states of its stream, oldest first: the one the lane was first
+  // made from, and those at the start of each epoch it dealt into, back to two epochs before its
+  // next unit's. A resume on other lanes deals again from one at or before every lane's next
+  // unit (Redeal): any rank file holds one while the lanes' next units lie within two epochs.
+  std::vector<std::vector<DealerState>> earlier;
   bool operator==(const LaneState&) const = default;
 };
 
@@ -136,11 +141,15 @@ class Lane {
 
 // One dataset's dealer state that every lane of a run on `lanes` lanes starts from, after a run
 // whose lane l saved a dealer state at `positions[l]` (its state().dealers[d].position, all at the
-// same step), `least` the saved state of least position: the stream dealt again from there,
-// passing over the units some lane had started beyond it (and those passed over before). Needs
-// every old lane's position but one old lane's state (loads of every old lane): a rescale moves
-// a number per old lane and dataset, and one state. Every rank computes the same.
-DealerState Redeal(std::span<const uint64_t> sizes, uint64_t key, const DealerState& least,
+// same step): the stream dealt again from the least of them, passing over the units some lane had
+// started beyond it (and those passed over before). `from`: a state of the old dealing at or
+// before the least position (the least lane's own, or one of any lane's `earlier`), dealt on from
+// there. Needs every old lane's position and one old state: a rescale moves a number per old lane
+// and dataset. Every rank computes the same.
+DealerState Redeal(std::span<const uint64_t> sizes, uint64_t key, const DealerState& from,
                    std::span<const uint64_t> positions, uint32_t lanes);
+
+// Of `states`, the latest at or before `position` (nullptr if none is).
+const DealerState* LatestAtOrBefore(std::span<const DealerState> states, uint64_t position);
 
 }  // namespace stoker

@@ -44,6 +44,15 @@ const Permutation& Dealer::EpochOrder(uint64_t epoch) {
   return order_;
 }
 
+uint64_t Dealer::NextPosition() const {
+  uint64_t position = state_.position;
+  for (uint64_t skipped : state_.skip) {
+    if (skipped != position) break;
+    ++position;
+  }
+  return position;
+}
+
 Dealt Dealer::Next() {
   const uint64_t units = sizes_.size();
   Dealt dealt;

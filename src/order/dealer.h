@@ -58,8 +58,9 @@ class Dealer {
 
   // Deals the next position of the stream that is not passed over.
   Dealt Next();
-  // The lane that the next call of Next() deals to.
+  // The lane that the next call of Next() deals to, and the position (past those passed over).
   uint32_t NextLane() const { return heap_.front().second; }
+  uint64_t NextPosition() const;
 
   const DealerState& state() const { return state_; }
 

@@ -120,13 +120,25 @@ class LaneRun {
       EXPECT_FALSE(corpus_.datasets[d].walked) << "the walk of this test does not resume";
       std::vector<uint64_t> positions;
       const DealerState* least = nullptr;
+      std::vector<DealerState> earlier;  // what the rank files hold besides the lanes' states
       for (const Lane& lane : lanes_) {
         const DealerState& saved = lane.state().dealers[d];
         positions.push_back(saved.position);
         if (least == nullptr || saved.position < least->position) least = &saved;
+        const auto& more = lane.state().earlier[d];
+        earlier.insert(earlier.end(), more.begin(), more.end());
       }
-      const DealerState dealt =
-          Redeal(corpus_.sizes[d], corpus_.datasets[d].key, *least, positions, lanes);
+      // Dealt again from an earlier state of any lane, as a rescale does: the same as from the
+      // least advanced lane's own state.
+      const DealerState* from = LatestAtOrBefore(earlier, least->position);
+      EXPECT_NE(from, nullptr) << "no earlier state at or before " << least->position;
+      const DealerState dealt = Redeal(corpus_.sizes[d], corpus_.datasets[d].key,
+                                       from != nullptr ? *from : *least, positions, lanes);
+      Dealer again(corpus_.sizes[d], corpus_.datasets[d].key, dealt);
+      Dealer from_least(
+          corpus_.sizes[d], corpus_.datasets[d].key,
+          Redeal(corpus_.sizes[d], corpus_.datasets[d].key, *least, positions, lanes));
+      for (int i = 0; i < 50; ++i) EXPECT_EQ(again.Next(), from_least.Next()) << i;
       for (LaneState& state : states) state.dealers.push_back(dealt);
     }
     size_t next = 0;
