@@ -23,12 +23,18 @@
 //                                         TakeDelta every 8 rows as the loader does. One row per
 //                                         iteration; counters rows/s, docs/s (documents started)
 //                                         and tokens/s (framed tokens placed in rows).
+//   Lane/mean_len/lanes/walked            Lane::Take (mixing/lane.h) filling rows of 4,097 tokens
+//                                         for lane 0 of `lanes`: 3 datasets (weights 0.5, 0.3,
+//                                         0.2) of hashed lengths, dealt (every lane deals every
+//                                         position) or walked (every lanes-th document); a step
+//                                         every 8 rows. Counters as RowPlanner's.
 //   PositionsOnly                         drawing one random position (xorshift64, multiply-shift):
 //                                         included in every */random figure.
 // Figures, not a test.
 // Run: build/benchmarks/bench_core [--benchmark_filter=PermutationAt] [--benchmark_repetitions=5]
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <numeric>
@@ -36,6 +42,8 @@
 #include <utility>
 #include <vector>
 
+#include "mixing/lane.h"
+#include "mixing/mix_clock.h"
 #include "order/order.h"
 #include "order/permutation.h"
 #include "order/random.h"
@@ -153,9 +161,9 @@ void MaterializeShuffle(benchmark::State& state) {
   const auto n = static_cast<uint64_t>(state.range(0));
   for (auto _ : state) benchmark::DoNotOptimize(Materialize(n).data());
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(n));
-  state.counters["ns_per_element"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) * static_cast<double>(n),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_element"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * static_cast<double>(n),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 void DeriveKey(benchmark::State& state) {
@@ -221,8 +229,7 @@ void RowPlannerRows(benchmark::State& state) {
     const uint64_t length = 1 + Hash(doc ^ (uint64_t{dataset} << 56)) % (2 * mean_len - 1);
     return stoker::DocSpan{static_cast<uint32_t>(doc / kDocsPerFile), doc * mean_len, length};
   };
-  stoker::RowPlanner planner(config, stoker::InitialRankState(3, kLogicalShards, world, 0),
-                             locate);
+  stoker::RowPlanner planner(config, stoker::InitialRankState(3, kLogicalShards, world, 0), locate);
   std::vector<stoker::Segment> row;
   uint64_t docs = 0, rows = 0;
   for (auto _ : state) {
@@ -233,8 +240,65 @@ void RowPlannerRows(benchmark::State& state) {
       benchmark::DoNotOptimize(planner.TakeDelta());
     }
   }
-  state.counters["rows/s"] = benchmark::Counter(static_cast<double>(rows), benchmark::Counter::kIsRate);
-  state.counters["docs/s"] = benchmark::Counter(static_cast<double>(docs), benchmark::Counter::kIsRate);
+  state.counters["rows/s"] =
+      benchmark::Counter(static_cast<double>(rows), benchmark::Counter::kIsRate);
+  state.counters["docs/s"] =
+      benchmark::Counter(static_cast<double>(docs), benchmark::Counter::kIsRate);
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(rows * kRowTokens), benchmark::Counter::kIsRate);
+}
+
+// A walk of lane 0 of `lanes` through every lanes-th document of a dataset, sizes hashed.
+class StridedWalk : public stoker::LaneWalk {
+ public:
+  StridedWalk(uint64_t lanes, uint64_t mean_len) : lanes_(lanes), mean_len_(mean_len) {}
+  stoker::Dealt Peek(uint32_t d) override {
+    const uint64_t doc = taken_[d] * lanes_;
+    return {.position = doc, .unit = doc, .size = 2 + Hash(doc ^ d) % (2 * mean_len_ - 1)};
+  }
+  void Advance(uint32_t d) override { ++taken_[d]; }
+
+ private:
+  uint64_t lanes_, mean_len_;
+  std::map<uint32_t, uint64_t> taken_;
+};
+
+// Lane 0 of `lanes` fills rows of 4,097 tokens from three datasets (weights 0.5, 0.3, 0.2) of
+// 200 M tokens / mean_len documents (at most 2^21) each, dealt or walked; a step every 8 rows.
+// One row per iteration; counters rows/s, docs/s and tokens/s. Dealt, every lane deals every
+// position: `lanes` positions a unit of its own.
+void LaneRows(benchmark::State& state) {
+  const auto mean_len = static_cast<uint64_t>(state.range(0));
+  const auto lanes = static_cast<uint32_t>(state.range(1));
+  const bool walked = state.range(2) != 0;
+  constexpr uint64_t kRowTokens = 4097, kRowsPerStep = 8;
+  const uint64_t docs = std::min<uint64_t>(200'000'000 / mean_len, uint64_t{1} << 21);
+  std::vector<std::vector<uint64_t>> sizes(3, std::vector<uint64_t>(docs));
+  std::vector<stoker::LaneDataset> datasets;
+  for (uint32_t d = 0; d < 3; ++d) {
+    for (uint64_t i = 0; i < docs; ++i) sizes[d][i] = 2 + Hash(i ^ d) % (2 * mean_len - 1);
+    datasets.push_back({.sizes = sizes[d], .walked = walked, .key = d + 1, .tie = d});
+  }
+  const stoker::MixClock clock(stoker::MixSchedule::Constant({0.5, 0.3, 0.2}),
+                               lanes * kRowsPerStep * kRowTokens);
+  StridedWalk walk(lanes, mean_len);
+  stoker::Lane lane(
+      0, lanes, datasets, clock,
+      {.dealers = std::vector<stoker::DealerState>(3, stoker::FirstDealerState(lanes))}, &walk);
+  uint64_t rows = 0, units = 0;
+  for (auto _ : state) {
+    const uint64_t step = rows / kRowsPerStep;
+    for (uint64_t room = kRowTokens; room > 0;) {
+      const stoker::LanePiece piece = lane.Take(step, room);
+      units += piece.first == 0 ? 1 : 0;
+      room -= piece.count;
+    }
+    ++rows;
+  }
+  state.counters["rows/s"] =
+      benchmark::Counter(static_cast<double>(rows), benchmark::Counter::kIsRate);
+  state.counters["docs/s"] =
+      benchmark::Counter(static_cast<double>(units), benchmark::Counter::kIsRate);
   state.counters["tokens/s"] =
       benchmark::Counter(static_cast<double>(rows * kRowTokens), benchmark::Counter::kIsRate);
 }
@@ -242,12 +306,21 @@ void RowPlannerRows(benchmark::State& state) {
 constexpr int64_t kThousand = 1'000, kMillion = 1'000'000, kBillion = 1'000'000'000;
 
 BENCHMARK(PositionsOnly)->Arg(kBillion);
-BENCHMARK(PermutationAtRandom)->Name("PermutationAt/random")->Arg(kThousand)->Arg(kMillion)->Arg(kBillion);
+BENCHMARK(PermutationAtRandom)
+    ->Name("PermutationAt/random")
+    ->Arg(kThousand)
+    ->Arg(kMillion)
+    ->Arg(kBillion);
 BENCHMARK(PermutationAtSequential)
-    ->Name("PermutationAt/sequential")->Arg(kThousand)->Arg(kMillion)->Arg(kBillion);
+    ->Name("PermutationAt/sequential")
+    ->Arg(kThousand)
+    ->Arg(kMillion)
+    ->Arg(kBillion);
 BENCHMARK(MaterializedAtRandom)->Name("MaterializedAt/random")->Arg(kMillion)->Arg(100 * kMillion);
 BENCHMARK(MaterializedAtSequential)
-    ->Name("MaterializedAt/sequential")->Arg(kMillion)->Arg(100 * kMillion);
+    ->Name("MaterializedAt/sequential")
+    ->Arg(kMillion)
+    ->Arg(100 * kMillion);
 BENCHMARK(MaterializeShuffle)->Arg(kMillion)->Unit(benchmark::kMillisecond);
 BENCHMARK(DeriveKey);
 BENCHMARK(WidenTokens)->Unit(benchmark::kMicrosecond);
@@ -260,6 +333,18 @@ BENCHMARK(RowPlannerRows)
     ->Args({1000, 4, 0})
     ->Args({4, 1, 0})
     ->Args({4, 1, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(LaneRows)
+    ->Name("Lane")
+    ->ArgNames({"mean_len", "lanes", "walked"})
+    ->Args({1000, 1, 0})
+    ->Args({1000, 64, 0})
+    ->Args({1000, 1024, 0})
+    ->Args({1000, 16384, 0})
+    ->Args({1000, 16384, 1})
+    ->Args({4, 1, 0})
+    ->Args({4, 64, 0})
+    ->Args({4, 64, 1})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -57,8 +57,19 @@ Lane::Lane(uint32_t lane, uint32_t lanes, std::vector<LaneDataset> datasets, con
   STOKER_ASSERT(!read_.empty(), "a lane with no dataset to read");
 }
 
+size_t Lane::Read(uint32_t d) const {
+  return std::find(read_.begin(), read_.end(), d) - read_.begin();
+}
+
+const LaneState& Lane::state() const {
+  for (size_t i = 0; i < read_.size(); ++i) {
+    if (dealers_[i]) state_.dealers[read_[i]] = dealers_[i]->state();
+  }
+  return state_;
+}
+
 void Lane::DealNext(uint32_t d) {
-  const size_t i = std::find(read_.begin(), read_.end(), d) - read_.begin();
+  const size_t i = Read(d);
   Dealt dealt;
   if (datasets_[d].walked) {
     dealt = walk_->Peek(d);
@@ -84,8 +95,7 @@ void Lane::DealNext(uint32_t d) {
     dealer.Next();
     note_epoch_start();
   }
-  state_.dealers[d] = dealer.state();
-  dealt = dealer.Next();
+  dealt = dealer.Peek();  // dealt when it starts (Take): state() is then before it
   // Back to two epochs before this unit's: the oldest kept starts that epoch or lies before it.
   const uint64_t keep_from = dealt.epoch < 2 ? 0 : (dealt.epoch - 2) * units;
   while (earlier.size() > 1 && earlier[1].position <= keep_from) earlier.erase(earlier.begin());
@@ -156,6 +166,10 @@ LanePiece Lane::Take(uint64_t step, uint64_t room) {
     if (datasets_[unit.dataset].walked) {
       walk_->Advance(unit.dataset);
       state_.walked[unit.dataset] += unit.dealt.size;
+    } else {
+      const Dealt dealt = dealers_[Read(unit.dataset)]->Next();
+      STOKER_ASSERT(dealt == unit.dealt, "lane {} dealt position {}, not its next unit at {}",
+                    lane_, dealt.position, unit.dealt.position);
     }
     DealNext(unit.dataset);
     if (unit.dealt.size == 0) continue;

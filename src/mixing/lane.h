@@ -114,10 +114,12 @@ class Lane {
 
   // Per dataset the dealer's state before the lane's next unit (as given, for a dataset not
   // read), and the units open.
-  const LaneState& state() const { return state_; }
+  const LaneState& state() const;
 
  private:
-  // Deals `d`'s stream on to this lane's next unit of it, its front.
+  // The index into read_ of dataset `d`.
+  size_t Read(uint32_t d) const;
+  // Deals `d`'s stream on to this lane's next unit of it, its front (not yet dealt).
   void DealNext(uint32_t d);
   // Of the datasets' next units (those `among` marks, all if empty), the one due first at `step`
   // (an index into read_; SIZE_MAX if none is marked).
@@ -136,7 +138,8 @@ class Lane {
   std::vector<std::optional<Dealer>> dealers_;  // per dataset read, in read_'s order, if dealt
   std::vector<LaneUnit> fronts_;                // per dataset read: the lane's next unit
   std::vector<uint64_t> totals_;                // per dataset read: the tokens of an epoch
-  LaneState state_;
+  // Its dealers' states are those of dealers_ (up to date once state() is asked).
+  mutable LaneState state_;
 };
 
 // One dataset's dealer state that every lane of a run on `lanes` lanes starts from, after a run

@@ -53,6 +53,21 @@ uint64_t Dealer::NextPosition() const {
   return position;
 }
 
+Dealt Dealer::Peek() {
+  const uint64_t units = sizes_.size();
+  uint64_t position = state_.position, start = state_.start;
+  const auto size_at = [&](uint64_t p) { return sizes_[EpochOrder(p / units).At(p % units)]; };
+  for (uint64_t skipped : state_.skip) {
+    if (skipped != position) break;
+    start += size_at(position++);
+  }
+  Dealt dealt{.position = position, .epoch = position / units, .lane = heap_.front().second};
+  dealt.unit = EpochOrder(dealt.epoch).At(position % units);
+  dealt.size = sizes_[dealt.unit];
+  dealt.start = start;
+  return dealt;
+}
+
 Dealt Dealer::Next() {
   const uint64_t units = sizes_.size();
   Dealt dealt;

@@ -58,6 +58,8 @@ class Dealer {
 
   // Deals the next position of the stream that is not passed over.
   Dealt Next();
+  // What Next() would deal, without dealing it.
+  Dealt Peek();
   // The lane that the next call of Next() deals to, and the position (past those passed over).
   uint32_t NextLane() const { return heap_.front().second; }
   uint64_t NextPosition() const;
