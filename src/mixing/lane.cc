@@ -55,6 +55,18 @@ Lane::Lane(uint32_t lane, uint32_t lanes, std::vector<LaneDataset> datasets, con
     DealNext(d);
   }
   STOKER_ASSERT(!read_.empty(), "a lane with no dataset to read");
+  visits_.assign(n, 0);
+  ahead_.resize(read_.size());
+  ahead_visits_.assign(read_.size(), 0);
+}
+
+Lane::Ahead Lane::LookAhead(uint32_t d) {
+  const size_t i = Read(d);
+  STOKER_ASSERT(i < read_.size() && dealers_[i], "looking ahead in dataset {}, not dealt here", d);
+  if (!ahead_[i]) ahead_[i] = *dealers_[i];  // before the lane's next unit of d
+  Dealer& dealer = *ahead_[i];
+  while (dealer.NextLane() != lane_) dealer.Next();
+  return {.visit = ahead_visits_[i]++, .unit = dealer.Next()};
 }
 
 size_t Lane::Read(uint32_t d) const {
@@ -171,6 +183,7 @@ LanePiece Lane::Take(uint64_t step, uint64_t room) {
       STOKER_ASSERT(dealt == unit.dealt, "lane {} dealt position {}, not its next unit at {}",
                     lane_, dealt.position, unit.dealt.position);
     }
+    ++visits_[unit.dataset];
     DealNext(unit.dataset);
     if (unit.dealt.size == 0) continue;
     const auto at =

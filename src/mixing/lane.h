@@ -116,6 +116,19 @@ class Lane {
   // read), and the units open.
   const LaneState& state() const;
 
+  // The units of dealt dataset `d` this lane will start, in order (it starts a dataset's units in
+  // stream order): each call returns the one after the previous call's, the first call the
+  // lane's next unit of `d`. `visit` counts the lane's units of `d` from construction on, so the
+  // unit is needed once visits(d) > visit. For reading document offsets ahead. The first call for
+  // a dataset copies its dealer.
+  struct Ahead {
+    uint64_t visit = 0;
+    Dealt unit;
+  };
+  Ahead LookAhead(uint32_t d);
+  // The units of dataset `d` this lane started (or passed over, empty) since construction.
+  uint64_t visits(uint32_t d) const { return visits_[d]; }
+
  private:
   // The index into read_ of dataset `d`.
   size_t Read(uint32_t d) const;
@@ -138,6 +151,10 @@ class Lane {
   std::vector<std::optional<Dealer>> dealers_;  // per dataset read, in read_'s order, if dealt
   std::vector<LaneUnit> fronts_;                // per dataset read: the lane's next unit
   std::vector<uint64_t> totals_;                // per dataset read: the tokens of an epoch
+  std::vector<uint64_t> visits_;                // per dataset
+  // Per dataset read: LookAhead's copy of its dealer and the visit of its next unit.
+  std::vector<std::optional<Dealer>> ahead_;
+  std::vector<uint64_t> ahead_visits_;
   // Its dealers' states are those of dealers_ (up to date once state() is asked).
   mutable LaneState state_;
 };

@@ -324,6 +324,46 @@ TEST(Lane, ALaneMadeFromASavedStateGoesOnTheSame) {
   }
 }
 
+// LookAhead tells a lane's units of a dealt dataset in the order it starts them, before it does.
+TEST(Lane, LooksAheadInTheOrderItStartsADatasetsUnits) {
+  const Corpus corpus = SmallBesideLarge(16);
+  const MixClock clock(MixSchedule::Constant({0.5, 0.5}), 4 * 300);
+  const LaneState first{.dealers = std::vector<DealerState>(2, FirstDealerState(4))};
+  Lane lane(2, 4, corpus.datasets, clock, first);
+  std::vector<std::vector<uint64_t>> ahead(2);  // positions, per dataset
+  for (uint32_t d = 0; d < 2; ++d) {
+    for (uint64_t v = 0; v < 200; ++v) {
+      const Lane::Ahead next = lane.LookAhead(d);
+      EXPECT_EQ(next.visit, v);
+      EXPECT_EQ(next.unit.lane, 2u);
+      ahead[d].push_back(next.unit.position);
+    }
+  }
+  std::vector<std::vector<uint64_t>> started(2);
+  for (uint64_t step = 0; started[1].size() < 60; ++step) {
+    for (uint64_t room = 300; room > 0;) {
+      const LanePiece piece = lane.Take(step, room);
+      if (piece.first == 0) started[piece.unit.dataset].push_back(piece.unit.dealt.position);
+      room -= piece.count;
+    }
+  }
+  for (uint32_t d = 0; d < 2; ++d) {
+    // Empty units are passed over without a piece: what started is what LookAhead told, less
+    // those.
+    Dealer stream(corpus.sizes[d], corpus.datasets[d].key, FirstDealerState(1));
+    std::vector<uint64_t> sizes;  // by position
+    while (sizes.size() <= ahead[d].back()) sizes.push_back(stream.Next().size);
+    std::vector<uint64_t> told;
+    for (uint64_t p : ahead[d]) {
+      if (sizes[p] > 0) told.push_back(p);
+    }
+    told.resize(std::min(told.size(), started[d].size()));
+    EXPECT_EQ(std::vector<uint64_t>(started[d].begin(), started[d].begin() + told.size()), told)
+        << "dataset " << d;
+    EXPECT_GE(lane.visits(d), started[d].size());
+  }
+}
+
 // On a tie of due times the dataset of larger weight starts first, whatever its place in the
 // corpus: units of 1 and 3 tokens at weights 0.25 and 0.75 fall due together.
 TEST(Lane, OnATieTheLargerWeightStartsFirst) {
