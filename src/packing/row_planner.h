@@ -7,16 +7,10 @@
 //
 // The next document comes from the dataset the Mixer picks at the weights of the step being
 // planned (PlannerConfig::schedule; at a jump's step the deficits start afresh); within that
-// dataset, from the rank's
-// logical shards in turn, each cycle visiting every non-empty one once in a random order keyed
-// by (seed, dataset, world, rank, generation, cycle); within a logical shard, from the next
-// position of its slice of the epoch's order (DatasetOrder). A shard at the end of its slice
-// wraps to its next epoch, on its own: a small dataset with a large weight is upsampled. Cycles
-// pass over shards already ahead of the rank's least advanced one, so a rank delivers all of its
-// share of a dataset's epoch e before any document of epoch e + 1 (slices differ by at most one
-// document, so this costs at most one pass of skips per epoch). Empty documents are passed over,
-// into the next epochs if a rank's share of an epoch holds no other: a dataset of positive
-// weight is never given up while it has a non-empty document.
+// dataset, from the rank's walk through its logical shards (packing/shard_walk.h), which wraps
+// each shard to its next epoch on its own: a small dataset with a large weight is upsampled.
+// Empty documents are passed over, into the next epochs if a rank's share of an epoch holds no
+// other: a dataset of positive weight is never given up while it has a non-empty document.
 //
 // Document lengths come from a DocLocator the caller supplies (the loader reads document offsets;
 // tests make them up). The state (RankState) is a value the planner advances; copy it between
@@ -30,28 +24,12 @@
 #include <string>
 #include <vector>
 
-#include "mixing/mix_schedule.h"
 #include "mixing/mixer.h"
-#include "order/order.h"
+#include "packing/planner_config.h"
+#include "packing/shard_walk.h"
 #include "state/loader_state.h"
 
 namespace stoker {
-
-struct PlannerDataset {
-  std::string name;
-  uint64_t docs = 0;
-};
-
-struct PlannerConfig {
-  uint64_t seed = 0;
-  uint64_t logical_shards = 1;
-  uint64_t world = 1;
-  uint64_t rank = 0;
-  uint64_t row_tokens = 1;  // seq_len + 1
-  bool bos = false;         // frame documents with a BOS as well as an EOS
-  std::vector<PlannerDataset> datasets;
-  MixSchedule schedule;  // the weights of every step; a dataset of weight 0 is not read
-};
 
 // Where a document's tokens are: `length` tokens from `begin` in file `file` of the corpus table.
 struct DocSpan {
@@ -64,8 +42,8 @@ struct DocSpan {
 using DocLocator = std::function<DocSpan(uint32_t dataset, uint64_t doc)>;
 
 // A run of one document's framed tokens within a row: framed positions [first, first + count).
-// With BOS, framed position 0 is BOS, 1..length the tokens, length + 1 the EOS; without, 0..length-1
-// are the tokens and `length` is the EOS.
+// With BOS, framed position 0 is BOS, 1..length the tokens, length + 1 the EOS; without,
+// 0..length-1 are the tokens and `length` is the EOS.
 struct Segment {
   uint32_t dataset = 0;
   uint64_t doc = 0;  // document number within the dataset
@@ -102,9 +80,9 @@ class RowPlanner {
   };
   Ahead LookAhead(uint32_t dataset);
   // Documents of `dataset` the planner has visited since construction.
-  uint64_t visits(uint32_t dataset) const { return walk_.visits[dataset]; }
+  uint64_t visits(uint32_t dataset) const { return walk_.position.visits[dataset]; }
   // Whether the dataset has documents on this rank's shards.
-  bool has_documents(uint32_t dataset) const { return has_documents_[dataset]; }
+  bool has_documents(uint32_t dataset) const { return shards_.has_documents(dataset); }
   // Whether the dataset is read at the current step: documents and a positive weight.
   bool reads(uint32_t dataset) const { return mixer_.reads(dataset); }
 
@@ -113,13 +91,11 @@ class RowPlanner {
   uint64_t framed_length(uint64_t length) const { return length == 0 ? 0 : length + extra_; }
 
  private:
-  // Where every dataset's sequence of documents stands: the state's cursors and, per dataset,
-  // the lowest epoch of its active shards, how many of them are in it, and documents visited.
+  // Where every dataset's sequence of documents stands: the state's cursors and the walk's
+  // position in them.
   struct Walk {
     RankState state;
-    std::vector<uint64_t> least_epoch;
-    std::vector<uint64_t> at_least_epoch;
-    std::vector<uint64_t> visits;
+    ShardWalk::Position position;
   };
   // Picks the next document and makes it the front of the state's unfinished documents.
   void StartNextDocument();
@@ -127,28 +103,17 @@ class RowPlanner {
   // The mixer of the current step's weights; at a jump, and where a ramp takes a dataset's weight
   // to 0 or from 0, the deficits start afresh.
   void FollowSchedule();
-  // The shard of the dataset's next document, moving the walk's interleaving on.
-  uint64_t NextShard(Walk& walk, uint32_t dataset) const;
-  // The document the cursor of (shard, dataset) points at.
-  uint64_t DocumentAt(const Walk& walk, uint64_t shard, uint32_t dataset) const;
-  // Moves the cursor of (shard, dataset) past its document.
-  void Advance(Walk& walk, uint64_t shard, uint32_t dataset) const;
-  void FindLeastEpoch(Walk& walk, uint32_t dataset) const;
   ShardCursor& Touch(uint64_t shard, uint32_t dataset);
 
   PlannerConfig config_;
+  ShardWalk shards_;
   Walk walk_;   // the rows'
   Walk ahead_;  // LookAhead's, once ahead_started_
   bool ahead_started_ = false;
   DocLocator locate_;
   Mixer mixer_;
-  uint64_t extra_;                             // 1 (EOS) or 2 (BOS and EOS)
-  std::vector<DatasetOrder> orders_;
-  std::vector<uint64_t> interleave_keys_;      // per dataset: from (seed, name, world, rank, generation)
-  std::vector<std::vector<uint64_t>> active_;  // per dataset: owned shards with documents
-  std::vector<uint64_t> rank_docs_;            // per dataset: documents in those shards
-  std::vector<bool> has_documents_;            // per dataset: documents in those shards
-  std::vector<uint64_t> touched_;              // cursor indices changed since TakeDelta
+  uint64_t extra_;                 // 1 (EOS) or 2 (BOS and EOS)
+  std::vector<uint64_t> touched_;  // cursor indices changed since TakeDelta
 };
 
 }  // namespace stoker

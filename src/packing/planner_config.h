@@ -1,0 +1,30 @@
+// What a rank's planner of rows is given (packing/row_planner.h): the corpus's datasets, the
+// order's seed and logical shards, the rank, the rows' length and framing, the weights of every
+// step.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mixing/mix_schedule.h"
+
+namespace stoker {
+
+struct PlannerDataset {
+  std::string name;
+  uint64_t docs = 0;
+};
+
+struct PlannerConfig {
+  uint64_t seed = 0;
+  uint64_t logical_shards = 1;
+  uint64_t world = 1;
+  uint64_t rank = 0;
+  uint64_t row_tokens = 1;  // seq_len + 1
+  bool bos = false;         // frame documents with a BOS as well as an EOS
+  std::vector<PlannerDataset> datasets;
+  MixSchedule schedule;  // the weights of every step; a dataset of weight 0 is not read
+};
+
+}  // namespace stoker

@@ -1,0 +1,86 @@
+#include "packing/shard_walk.h"
+
+#include "base/check.h"
+#include "order/permutation.h"
+#include "order/random.h"
+
+namespace stoker {
+
+ShardWalk::ShardWalk(const PlannerConfig& config, const RankState& state) {
+  const auto n = static_cast<uint32_t>(config.datasets.size());
+  active_.resize(n);
+  rank_docs_.resize(n);
+  has_documents_.resize(n);
+  for (uint32_t d = 0; d < n; ++d) {
+    const std::string& name = config.datasets[d].name;
+    orders_.emplace_back(config.seed, name, config.datasets[d].docs, config.logical_shards);
+    interleave_keys_.push_back(DeriveKey(config.seed, "interleave:" + name,
+                                         (config.world << 32) | config.rank, state.generation));
+    for (uint64_t j = state.shards.begin; j < state.shards.end; ++j) {
+      const uint64_t size = orders_[d].Slice(j).size();
+      if (size == 0) continue;
+      active_[d].push_back(j);
+      rank_docs_[d] += size;
+    }
+    has_documents_[d] = !active_[d].empty();
+  }
+}
+
+ShardWalk::Position ShardWalk::Start(const RankState& state) const {
+  const size_t n = orders_.size();
+  Position position{.least_epoch = std::vector<uint64_t>(n),
+                    .at_least_epoch = std::vector<uint64_t>(n),
+                    .visits = std::vector<uint64_t>(n)};
+  for (uint32_t d = 0; d < n; ++d) FindLeastEpoch(state, position, d);
+  return position;
+}
+
+void ShardWalk::FindLeastEpoch(const RankState& state, Position& position, uint32_t dataset) const {
+  position.least_epoch[dataset] = UINT64_MAX;
+  position.at_least_epoch[dataset] = 0;
+  for (uint64_t shard : active_[dataset]) {
+    const uint64_t epoch = state.cursor(shard, dataset).epoch;
+    if (epoch < position.least_epoch[dataset]) {
+      position.least_epoch[dataset] = epoch;
+      position.at_least_epoch[dataset] = 0;
+    }
+    if (epoch == position.least_epoch[dataset]) ++position.at_least_epoch[dataset];
+  }
+}
+
+uint64_t ShardWalk::NextShard(RankState& state, Position& position, uint32_t dataset) const {
+  const auto& active = active_[dataset];
+  STOKER_ASSERT(!active.empty(), "walking dataset {}, which has no documents here", dataset);
+  InterleaveCursor& at = state.interleave[dataset];
+  ++position.visits[dataset];
+  while (true) {
+    const uint64_t key = DeriveKey(interleave_keys_[dataset], "cycle", at.cycle);
+    const uint64_t shard = active[Permutation(active.size(), key).At(at.index)];
+    if (++at.index == active.size()) {
+      ++at.cycle;
+      at.index = 0;
+    }
+    if (state.cursor(shard, dataset).epoch == position.least_epoch[dataset]) return shard;
+  }
+}
+
+uint64_t ShardWalk::DocumentAt(const RankState& state, uint64_t shard, uint32_t dataset) const {
+  const ShardCursor& cursor = state.cursor(shard, dataset);
+  const uint64_t position = orders_[dataset].Slice(shard).begin + cursor.position;
+  return orders_[dataset].Epoch(cursor.epoch).At(position);
+}
+
+void ShardWalk::Advance(RankState& state, Position& position, uint64_t shard,
+                        uint32_t dataset) const {
+  ShardCursor& cursor = state.cursor(shard, dataset);
+  cursor.offset = 0;
+  if (++cursor.position == orders_[dataset].Slice(shard).size()) {
+    cursor.position = 0;
+    if (cursor.epoch++ == position.least_epoch[dataset] &&
+        --position.at_least_epoch[dataset] == 0) {
+      FindLeastEpoch(state, position, dataset);
+    }
+  }
+}
+
+}  // namespace stoker

@@ -1,0 +1,62 @@
+// ShardWalk: a rank's walk through each dataset's documents on the logical shards it owns.
+//
+// Within a dataset, from the rank's logical shards in turn, each cycle visiting every non-empty
+// one once in a random order keyed by (seed, dataset, world, rank, generation, cycle); within a
+// logical shard, from the next position of its slice of the epoch's order (DatasetOrder). A shard
+// at the end of its slice wraps to its next epoch, on its own: a small dataset with a large
+// weight is upsampled. Cycles pass over shards already ahead of the rank's least advanced one,
+// so a rank visits all of its share of a dataset's epoch e before any document of epoch e + 1
+// (slices differ by at most one document, so this costs at most one pass of skips per epoch).
+//
+// Where the walk stands lives in a RankState (the shards' cursors, the interleaving) and in a
+// Position derived from it (per dataset the least epoch of its shards, how many are at it, and
+// the documents visited); the walk holds only what never changes, so one walk serves several
+// positions (a planner's rows and its look-ahead). Pure.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "order/order.h"
+#include "packing/planner_config.h"
+#include "state/loader_state.h"
+
+namespace stoker {
+
+class ShardWalk {
+ public:
+  // `state`: the rank's, for the shards it owns and its generation.
+  ShardWalk(const PlannerConfig& config, const RankState& state);
+
+  struct Position {
+    std::vector<uint64_t> least_epoch;     // per dataset, of its shards with documents
+    std::vector<uint64_t> at_least_epoch;  // per dataset, its shards at that epoch
+    std::vector<uint64_t> visits;          // per dataset, NextShard calls since Start
+  };
+  // Where `state` stands, no visit made.
+  Position Start(const RankState& state) const;
+
+  // The shard of `dataset`'s next document, moving the interleaving on: a visit.
+  uint64_t NextShard(RankState& state, Position& position, uint32_t dataset) const;
+  // The document the cursor of (shard, dataset) points at.
+  uint64_t DocumentAt(const RankState& state, uint64_t shard, uint32_t dataset) const;
+  // Moves the cursor of (shard, dataset) past its document.
+  void Advance(RankState& state, Position& position, uint64_t shard, uint32_t dataset) const;
+
+  // Whether the dataset has documents on the rank's shards, and how many.
+  bool has_documents(uint32_t dataset) const { return !active_[dataset].empty(); }
+  uint64_t rank_docs(uint32_t dataset) const { return rank_docs_[dataset]; }
+  const std::vector<bool>& has_documents() const { return has_documents_; }
+
+ private:
+  void FindLeastEpoch(const RankState& state, Position& position, uint32_t dataset) const;
+
+  std::vector<DatasetOrder> orders_;
+  std::vector<uint64_t>
+      interleave_keys_;  // per dataset: from (seed, name, world, rank, generation)
+  std::vector<std::vector<uint64_t>> active_;  // per dataset: owned shards with documents
+  std::vector<uint64_t> rank_docs_;            // per dataset: documents in those shards
+  std::vector<bool> has_documents_;            // per dataset: documents in those shards
+};
+
+}  // namespace stoker
