@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,5 +27,15 @@ struct PlannerConfig {
   std::vector<PlannerDataset> datasets;
   MixSchedule schedule;  // the weights of every step; a dataset of weight 0 is not read
 };
+
+// Where a document's tokens are: `length` tokens from `begin` in file `file` of the corpus table.
+struct DocSpan {
+  uint32_t file = 0;
+  uint64_t begin = 0;
+  uint64_t length = 0;
+  bool operator==(const DocSpan&) const = default;
+};
+
+using DocLocator = std::function<DocSpan(uint32_t dataset, uint64_t doc)>;
 
 }  // namespace stoker

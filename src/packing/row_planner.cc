@@ -72,24 +72,11 @@ void RowPlanner::StartNextDocument() {
 }
 
 // Starts the next non-empty document of `dataset` on this rank, passing over empty ones, into
-// the rank's next epochs of the dataset if need be: the rank's share of one epoch may hold only
-// empty documents, but the order changes every epoch, so every non-empty document comes to
-// every rank in time (set-up refuses a dataset of positive weight without tokens). Nothing but
-// the state decides, so a resumed run passes over the same documents. Expected skips are about
-// the dataset's documents over its non-empty ones; the bound, kSkipBound times (the dataset's
-// documents + the rank's share of an epoch), is passed by chance with probability about
-// e^-kSkipBound, so reaching it means the corpus broke its promise (changed under the loader)
-// and is an error, not a loop without end.
+// the rank's next epochs of the dataset if need be (ShardWalk::CheckEmptyRun bounds how many).
+// Nothing but the state decides, so a resumed run passes over the same documents.
 void RowPlanner::StartDocumentOf(uint32_t dataset) {
-  constexpr uint64_t kSkipBound = 64;
-  const uint64_t docs = config_.datasets[dataset].docs;
   for (uint64_t skipped = 0;; ++skipped) {
-    STOKER_CHECK(skipped < kSkipBound * (docs + shards_.rank_docs(dataset)), DataError,
-                 "rank {} of {} passed over {} empty documents of dataset {} in a row ({} "
-                 "epochs of its share) without a non-empty one; its {} documents hold no token "
-                 "this rank can reach (did the corpus change under the run?)",
-                 config_.rank, config_.world, skipped, config_.datasets[dataset].name,
-                 skipped / shards_.rank_docs(dataset), docs);
+    shards_.CheckEmptyRun(skipped, config_, dataset);
     const uint64_t shard = shards_.NextShard(walk_.state, walk_.position, dataset);
     const uint64_t framed =
         framed_length(locate_(dataset, shards_.DocumentAt(walk_.state, shard, dataset)).length);

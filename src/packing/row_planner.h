@@ -31,16 +31,6 @@
 
 namespace stoker {
 
-// Where a document's tokens are: `length` tokens from `begin` in file `file` of the corpus table.
-struct DocSpan {
-  uint32_t file = 0;
-  uint64_t begin = 0;
-  uint64_t length = 0;
-  bool operator==(const DocSpan&) const = default;
-};
-
-using DocLocator = std::function<DocSpan(uint32_t dataset, uint64_t doc)>;
-
 // A run of one document's framed tokens within a row: framed positions [first, first + count).
 // With BOS, framed position 0 is BOS, 1..length the tokens, length + 1 the EOS; without,
 // 0..length-1 are the tokens and `length` is the EOS.

@@ -48,20 +48,40 @@ void ShardWalk::FindLeastEpoch(const RankState& state, Position& position, uint3
   }
 }
 
-uint64_t ShardWalk::NextShard(RankState& state, Position& position, uint32_t dataset) const {
+ShardWalk::Turn ShardWalk::NextTurn(const RankState& state, const Position& position,
+                                    uint32_t dataset) const {
   const auto& active = active_[dataset];
   STOKER_ASSERT(!active.empty(), "walking dataset {}, which has no documents here", dataset);
-  InterleaveCursor& at = state.interleave[dataset];
-  ++position.visits[dataset];
+  Turn turn{.after = state.interleave[dataset]};
+  InterleaveCursor& at = turn.after;
   while (true) {
     const uint64_t key = DeriveKey(interleave_keys_[dataset], "cycle", at.cycle);
-    const uint64_t shard = active[Permutation(active.size(), key).At(at.index)];
+    turn.shard = active[Permutation(active.size(), key).At(at.index)];
     if (++at.index == active.size()) {
       ++at.cycle;
       at.index = 0;
     }
-    if (state.cursor(shard, dataset).epoch == position.least_epoch[dataset]) return shard;
+    if (state.cursor(turn.shard, dataset).epoch == position.least_epoch[dataset]) return turn;
   }
+}
+
+uint64_t ShardWalk::NextShard(RankState& state, Position& position, uint32_t dataset) const {
+  const Turn turn = NextTurn(state, position, dataset);
+  state.interleave[dataset] = turn.after;
+  ++position.visits[dataset];
+  return turn.shard;
+}
+
+void ShardWalk::CheckEmptyRun(uint64_t skipped, const PlannerConfig& config,
+                              uint32_t dataset) const {
+  constexpr uint64_t kSkipBound = 64;
+  const uint64_t docs = config.datasets[dataset].docs;
+  STOKER_CHECK(skipped < kSkipBound * (docs + rank_docs_[dataset]), DataError,
+               "rank {} of {} passed over {} empty documents of dataset {} in a row ({} "
+               "epochs of its share) without a non-empty one; its {} documents hold no token "
+               "this rank can reach (did the corpus change under the run?)",
+               config.rank, config.world, skipped, config.datasets[dataset].name,
+               skipped / rank_docs_[dataset], docs);
 }
 
 uint64_t ShardWalk::DocumentAt(const RankState& state, uint64_t shard, uint32_t dataset) const {
@@ -81,6 +101,37 @@ void ShardWalk::Advance(RankState& state, Position& position, uint64_t shard,
       FindLeastEpoch(state, position, dataset);
     }
   }
+}
+
+WalkedUnits::WalkedUnits(const PlannerConfig* config, const ShardWalk* walk, RankState* state,
+                         ShardWalk::Position* position, const DocLocator* locate, uint64_t extra)
+    : config_(config),
+      walk_(walk),
+      state_(state),
+      position_(position),
+      locate_(locate),
+      extra_(extra),
+      empties_(config->datasets.size(), 0) {}
+
+Dealt WalkedUnits::Peek(uint32_t dataset) {
+  const uint64_t shard = walk_->NextTurn(*state_, *position_, dataset).shard;
+  const uint64_t doc = walk_->DocumentAt(*state_, shard, dataset);
+  const uint64_t length = (*locate_)(dataset, doc).length;
+  return {.position = shard,
+          .epoch = state_->cursor(shard, dataset).epoch,
+          .unit = doc,
+          .size = length == 0 ? 0 : length + extra_};
+}
+
+void WalkedUnits::Advance(uint32_t dataset) {
+  const uint64_t shard = walk_->NextShard(*state_, *position_, dataset);
+  const uint64_t doc = walk_->DocumentAt(*state_, shard, dataset);
+  if ((*locate_)(dataset, doc).length == 0) {
+    walk_->CheckEmptyRun(++empties_[dataset], *config_, dataset);
+  } else {
+    empties_[dataset] = 0;
+  }
+  walk_->Advance(*state_, *position_, shard, dataset);
 }
 
 }  // namespace stoker

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "mixing/lane.h"
 #include "order/order.h"
 #include "packing/planner_config.h"
 #include "state/loader_state.h"
@@ -38,6 +39,12 @@ class ShardWalk {
 
   // The shard of `dataset`'s next document, moving the interleaving on: a visit.
   uint64_t NextShard(RankState& state, Position& position, uint32_t dataset) const;
+  // The shard NextShard would give, and the interleaving after it, with nothing moved.
+  struct Turn {
+    uint64_t shard = 0;
+    InterleaveCursor after;
+  };
+  Turn NextTurn(const RankState& state, const Position& position, uint32_t dataset) const;
   // The document the cursor of (shard, dataset) points at.
   uint64_t DocumentAt(const RankState& state, uint64_t shard, uint32_t dataset) const;
   // Moves the cursor of (shard, dataset) past its document.
@@ -48,6 +55,12 @@ class ShardWalk {
   uint64_t rank_docs(uint32_t dataset) const { return rank_docs_[dataset]; }
   const std::vector<bool>& has_documents() const { return has_documents_; }
 
+  // Throws the DataError of `skipped` empty documents of `dataset` in a row: past a bound of 64
+  // times (its documents + the rank's share of an epoch), which chance passes with probability
+  // about e^-64, so the corpus broke its promise (changed under the run). The order changes every
+  // epoch, so every non-empty document comes to every rank in time.
+  void CheckEmptyRun(uint64_t skipped, const PlannerConfig& config, uint32_t dataset) const;
+
  private:
   void FindLeastEpoch(const RankState& state, Position& position, uint32_t dataset) const;
 
@@ -57,6 +70,28 @@ class ShardWalk {
   std::vector<std::vector<uint64_t>> active_;  // per dataset: owned shards with documents
   std::vector<uint64_t> rank_docs_;            // per dataset: documents in those shards
   std::vector<bool> has_documents_;            // per dataset: documents in those shards
+};
+
+// The walk as a lane's source of units for the datasets it walks (mixing/lane.h): a unit is the
+// document the walk comes to next, `unit` its number, `position` its shard, `epoch` the shard's
+// epoch, `size` its framed length (0 for an empty one, which the lane passes over). Peek moves
+// nothing, so a state saved between Peek and Advance goes on the same.
+class WalkedUnits : public LaneWalk {
+ public:
+  // Every pointer outlives this; `extra` the framing tokens a document gets (1 or 2).
+  WalkedUnits(const PlannerConfig* config, const ShardWalk* walk, RankState* state,
+              ShardWalk::Position* position, const DocLocator* locate, uint64_t extra);
+  Dealt Peek(uint32_t dataset) override;
+  void Advance(uint32_t dataset) override;
+
+ private:
+  const PlannerConfig* config_;
+  const ShardWalk* walk_;
+  RankState* state_;
+  ShardWalk::Position* position_;
+  const DocLocator* locate_;
+  uint64_t extra_;
+  std::vector<uint64_t> empties_;  // per dataset: empty documents passed in a row
 };
 
 }  // namespace stoker
