@@ -33,6 +33,7 @@ cleanup() {
   if [ -n "${SOAK_KEEP:-}" ]; then echo "soak: kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
+# shellcheck disable=SC2034  # read by fail(), tests/common/test_lib.sh
 FAIL_CONTEXT="SOAK_SEED=$seed"
 start=$SECONDS
 
@@ -147,7 +148,7 @@ while [ "$kills" -lt "$kills_wanted" ]; do
   if [ -n "$new" ]; then
     during_save=$((during_save + 1))
   fi
-  read -r saved_now world_now < <(steps)
+  read -r saved_now _ < <(steps)
   echo "round $round: $np ranks, save every $every${faults:+, $faults}: killed; newest complete" \
        "step $saved -> $saved_now"
 done

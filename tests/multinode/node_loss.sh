@@ -17,6 +17,7 @@ source "$(dirname "$0")/common.sh"
 seed=${NODE_LOSS_SEED:-1}
 rounds=${NODE_LOSS_ROUNDS:-10}
 RANDOM=$seed
+# shellcheck disable=SC2034  # read by fail(), tests/common/test_lib.sh
 FAIL_CONTEXT="NODE_LOSS_SEED=$seed"
 multinode_start
 

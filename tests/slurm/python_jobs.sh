@@ -25,7 +25,9 @@ repo=$(cd "$here/../.." && pwd)
 unset STOKER_HOME STOKER_TRAIN  # the checkout from the scripts' path; TRAINER=python's trainer
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/stoker-slurm-python.XXXXXX")
+# shellcheck disable=SC2089,SC2090  # a command for eval (tests/slurm/cluster.sh), quotes and all
 STOKER_SLURM_ON_EXIT='[ "${STOKER_SLURM_KEEP:-0}" = 1 ] && echo "kept $work" >&2 || rm -rf "$work"'
+# shellcheck disable=SC2090
 trap 'eval "$STOKER_SLURM_ON_EXIT"' EXIT  # until slurm_start takes the trap over
 source "$here/cluster.sh"
 source "$here/job_checks.sh"
