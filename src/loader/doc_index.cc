@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/check.h"
+#include "shard/shard_reader.h"
 
 namespace stoker {
 
@@ -60,11 +61,7 @@ DocSpan DocIndex::Locate(uint32_t dataset, uint64_t doc) {
   if (block.holds == 0) lru_.splice(lru_.begin(), lru_, block.lru);
   const uint64_t begin = block.offsets[local - block.first];
   const uint64_t end = block.offsets[local - block.first + 1];
-  STOKER_CHECK(begin <= end && end <= table_.shards[file].tokens, DataError,
-               "{}/{}: /doc_offsets[{}] = {}, [{}] = {} do not lie within /tokens of {} tokens "
-               "(stoker verify checks every offset)",
-               table_.root, table_.shards[file].path, local, begin, local + 1, end,
-               table_.shards[file].tokens);
+  CheckDocumentOffsets(table_.root, table_.shards[file], local, begin, end);
   return {file, begin, end - begin};
 }
 

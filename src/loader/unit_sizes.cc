@@ -8,22 +8,22 @@ namespace stoker {
 
 namespace {
 
-// The framed sizes of file `file`'s documents.
+// The framed sizes of file `file`'s documents, its offsets read a block at a time.
 std::vector<uint64_t> FileSizes(const LoaderSetup& setup, uint32_t file, uint64_t extra) {
+  constexpr uint64_t kOffsetsABlock = 1 << 16;
   const ShardInfo& shard = setup.table.shards[file];
   ShardReader reader(setup.table.root, shard, setup.arrays[file],
                      setup.table.datasets[shard.dataset].name);
-  std::vector<uint64_t> offsets(shard.docs + 1);
-  reader.ReadOffsets(0, offsets.size(), offsets.data());
-  std::vector<uint64_t> sizes(shard.docs);
-  for (uint64_t j = 0; j < shard.docs; ++j) {
-    STOKER_CHECK(offsets[j] <= offsets[j + 1] && offsets[j + 1] <= shard.tokens, DataError,
-                 "{}/{}: /doc_offsets[{}] = {}, [{}] = {} do not lie within /tokens of {} tokens "
-                 "(stoker verify checks every offset)",
-                 setup.table.root, shard.path, j, offsets[j], j + 1, offsets[j + 1], shard.tokens);
-    const uint64_t length = offsets[j + 1] - offsets[j];
-    sizes[j] = length == 0 ? 0 : length + extra;
-  }
+  std::vector<uint64_t> sizes;
+  sizes.reserve(shard.docs);
+  uint64_t begin = 0;
+  ForEachOffset(reader, kOffsetsABlock, [&](uint64_t index, uint64_t end) {
+    if (index > 0) {
+      CheckDocumentOffsets(setup.table.root, shard, index - 1, begin, end);
+      sizes.push_back(end == begin ? 0 : end - begin + extra);
+    }
+    begin = end;
+  });
   return sizes;
 }
 

@@ -87,11 +87,8 @@ void Lane::DealNext(uint32_t d) {
     dealt = walk_->Peek(d);
     dealt.lane = lane_;
     dealt.start = lanes_ * state_.walked[d];
-    fronts_[i] = {
-        .dataset = d,
-        .dealt = dealt,
-        .due = clock_->DueTime(
-            d, static_cast<double>(lanes_) * static_cast<double>(state_.walked[d] + dealt.size))};
+    fronts_[i] = {.dataset = d, .dealt = dealt};
+    fronts_[i].due = clock_->DueTime(d, End(i));
     return;
   }
   Dealer& dealer = *dealers_[i];
@@ -111,9 +108,14 @@ void Lane::DealNext(uint32_t d) {
   // Back to two epochs before this unit's: the oldest kept starts that epoch or lies before it.
   const uint64_t keep_from = dealt.epoch < 2 ? 0 : (dealt.epoch - 2) * units;
   while (earlier.size() > 1 && earlier[1].position <= keep_from) earlier.erase(earlier.begin());
-  fronts_[i] = {.dataset = d,
-                .dealt = dealt,
-                .due = clock_->DueTime(d, static_cast<double>(dealt.start + dealt.size))};
+  fronts_[i] = {.dataset = d, .dealt = dealt};
+  fronts_[i].due = clock_->DueTime(d, End(i));
+}
+
+double Lane::End(size_t i) const {
+  const Dealt& dealt = fronts_[i].dealt;
+  const uint64_t size = datasets_[read_[i]].walked ? lanes_ * dealt.size : dealt.size;
+  return static_cast<double>(dealt.start + size);
 }
 
 size_t Lane::First(uint64_t step, const std::vector<bool>& among) const {
@@ -137,10 +139,8 @@ size_t Lane::Early(uint64_t step, size_t first) const {
   std::vector<bool> earned_one(read_.size());
   for (size_t i = 0; i < read_.size(); ++i) {
     const double earned = clock_->Earned(read_[i], step + 1);
-    const Dealt& dealt = fronts_[i].dealt;
-    ahead[i] = std::max(0.0, static_cast<double>(dealt.start + dealt.size) - earned) /
-               static_cast<double>(totals_[i]);
-    earned_one[i] = earned >= static_cast<double>(dealt.size);
+    ahead[i] = std::max(0.0, End(i) - earned) / static_cast<double>(totals_[i]);
+    earned_one[i] = earned >= static_cast<double>(fronts_[i].dealt.size);
   }
   // Of the datasets that have earned a unit's tokens, the one least ahead, within half an epoch;
   // else, of those within half an epoch, the unit due first; else the unit due first.
@@ -205,7 +205,7 @@ DealerState Redeal(std::span<const uint64_t> sizes, uint64_t key, const DealerSt
   STOKER_ASSERT(from.position <= least, "dealing again from {}, past the least position {}",
                 from.position, least);
   Dealer old(sizes, key, from);
-  while (old.NextPosition() < least) old.Next();
+  while (old.Peek().position < least) old.Next();
   // Every position before `at` was started; those from it to `least` are passed over.
   const DealerState at = old.state();
   // Every position of [least, most) that the old dealing gave a lane before that lane's next

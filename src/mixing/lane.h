@@ -42,9 +42,9 @@ namespace stoker {
 
 // A dataset is dealt (its units' sizes known to every lane) or walked: too large for every lane
 // to deal every unit, each lane takes its units from a walk of its own (LaneWalk: the logical
-// shards its rank owns, packing/row_planner.h), and they fall due when the dataset has earned
-// `lanes` times the lane's own tokens of it, the unit's included. A walked dataset's units keep to
-// its weight on every lane; its epochs are the walk's.
+// shards its rank owns, WalkedUnits in packing/shard_walk.h), and they fall due when the dataset
+// has earned `lanes` times the lane's own tokens of it, the unit's included. A walked dataset's
+// units keep to its weight on every lane; its epochs are the walk's.
 struct LaneDataset {
   std::span<const uint64_t> sizes;  // framed tokens per unit, not owned (walked: may be empty)
   bool walked = false;
@@ -134,6 +134,9 @@ class Lane {
   size_t Read(uint32_t d) const;
   // Deals `d`'s stream on to this lane's next unit of it, its front (not yet dealt).
   void DealNext(uint32_t d);
+  // The tokens of its dataset's stream by whose earning front `i` falls due: where it ends, for a
+  // walked one the lanes' number of times the lane's tokens with it.
+  double End(size_t i) const;
   // Of the datasets' next units (those `among` marks, all if empty), the one due first at `step`
   // (an index into read_; SIZE_MAX if none is marked).
   size_t First(uint64_t step, const std::vector<bool>& among) const;

@@ -44,15 +44,6 @@ const Permutation& Dealer::EpochOrder(uint64_t epoch) {
   return order_;
 }
 
-uint64_t Dealer::NextPosition() const {
-  uint64_t position = state_.position;
-  for (uint64_t skipped : state_.skip) {
-    if (skipped != position) break;
-    ++position;
-  }
-  return position;
-}
-
 Dealt Dealer::Peek() {
   const uint64_t units = sizes_.size();
   uint64_t position = state_.position, start = state_.start;
@@ -70,17 +61,12 @@ Dealt Dealer::Peek() {
 
 Dealt Dealer::Next() {
   const uint64_t units = sizes_.size();
-  Dealt dealt;
-  while (true) {
-    dealt = {.position = state_.position, .epoch = state_.position / units};
-    dealt.unit = EpochOrder(dealt.epoch).At(state_.position % units);
-    dealt.size = sizes_[dealt.unit];
-    dealt.start = state_.start;
-    if (state_.skip.empty() || state_.skip.front() != state_.position) break;
-    state_.skip.erase(state_.skip.begin());
-    ++state_.position;
-    state_.start += dealt.size;
-  }
+  Dealt dealt = Peek();
+  // The positions before it were passed over: the first ones of `skip`.
+  state_.skip.erase(state_.skip.begin(),
+                    state_.skip.begin() + static_cast<ptrdiff_t>(dealt.position - state_.position));
+  state_.position = dealt.position;
+  state_.start = dealt.start;
   STOKER_ASSERT(state_.skip.empty() || state_.skip.front() > state_.position,
                 "position {} to pass over, behind the dealer at {}", state_.skip.front(),
                 state_.position);

@@ -60,9 +60,8 @@ class Dealer {
   Dealt Next();
   // What Next() would deal, without dealing it.
   Dealt Peek();
-  // The lane that the next call of Next() deals to, and the position (past those passed over).
+  // The lane that the next call of Next() deals to.
   uint32_t NextLane() const { return heap_.front().second; }
-  uint64_t NextPosition() const;
 
   const DealerState& state() const { return state_; }
 

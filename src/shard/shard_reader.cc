@@ -40,6 +40,14 @@ void CheckOffsetRange(const std::string& path, const ShardInfo& shard, uint64_t 
 
 }  // namespace
 
+void CheckDocumentOffsets(const std::string& root, const ShardInfo& shard, uint64_t local,
+                          uint64_t begin, uint64_t end) {
+  STOKER_CHECK(begin <= end && end <= shard.tokens, DataError,
+               "{}/{}: /doc_offsets[{}] = {}, [{}] = {} do not lie within /tokens of {} tokens "
+               "(stoker verify checks every offset)",
+               root, shard.path, local, begin, local + 1, end, shard.tokens);
+}
+
 ShardReader::ShardReader(const std::string& root, const ShardInfo& shard,
                          const ArrayLocations& arrays, std::string_view dataset)
     : shard_(shard),

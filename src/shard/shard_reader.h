@@ -95,6 +95,11 @@ class ShardReader {
   std::optional<h5::File> file_;
 };
 
+// Throws the DataError of document `local` of `shard` (in the corpus `root`) whose /doc_offsets
+// entries `begin` and `end` decrease or leave /tokens.
+void CheckDocumentOffsets(const std::string& root, const ShardInfo& shard, uint64_t local,
+                          uint64_t begin, uint64_t end);
+
 // Calls fn(index, offset) for every entry of the shard's /doc_offsets, in order, reading `block`
 // entries at a time (at least 1), so that memory stays bounded however large the shard. Entries
 // of an int64 array arrive as the same bits. Exceptions of the reader and of `fn` propagate.
