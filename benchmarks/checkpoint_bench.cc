@@ -137,12 +137,18 @@ void Restore(const mpi::Comm& comm, const Options& o) {
   }
 }
 
-// A plausible state of old rank `r`: cursors at a position and one past it, some mid-document.
+// A plausible state of old rank `r`: cursors at a position and one past it, a document open.
 RankState SimulatedState(const Options& o, uint64_t r) {
   RankState s = InitialRankState(o.datasets, o.shards, o.from, r);
   CounterRng rng(DeriveKey(1, "bench", r));
-  for (ShardCursor& c : s.cursors) c = {0, 40 + rng.NextBelow(2), rng.NextBelow(4) == 0 ? 7u : 0u};
-  for (uint64_t& d : s.delivered) d = 1000000 + rng.NextBelow(1000);
+  for (ShardCursor& c : s.cursors) c = {0, 40 + rng.NextBelow(2), 0};
+  for (uint64_t& d : s.lane.started) d = 1000000 + rng.NextBelow(1000);
+  if (!s.shards.empty()) {
+    s.lane.open.push_back({.unit = {.dataset = 0,
+                                    .dealt = {.position = s.shards.begin, .unit = 40, .size = 900},
+                                    .due = 1000.5},
+                           .done = 7});
+  }
   s.step = 1000;
   return s;
 }

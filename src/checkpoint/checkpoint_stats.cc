@@ -62,7 +62,7 @@ void Merge(const DatasetProgress& rank, DatasetProgress* total) {
 DatasetProgress Progress(const RankCheckpoint& c, uint32_t d, const std::string& path,
                          std::optional<uint64_t> docs) {
   const RankState& s = c.state;
-  DatasetProgress p{.name = c.identity.datasets[d], .started = s.delivered[d]};
+  DatasetProgress p{.name = c.identity.datasets[d], .started = s.lane.started[d]};
   if (docs) p.docs = p.docs_done = 0;
   for (uint64_t j = s.shards.begin; j < s.shards.end; ++j) {
     const ShardCursor& cursor = s.cursor(j, d);
@@ -80,6 +80,7 @@ DatasetProgress Progress(const RankCheckpoint& c, uint32_t d, const std::string&
     p.positions += cursor.position;
   }
   for (const UnfinishedDoc& u : s.unfinished) p.unfinished += u.dataset == d;
+  for (const OpenUnit& open : s.lane.open) p.unfinished += open.unit.dataset == d;
   return p;
 }
 
@@ -90,7 +91,7 @@ RankProgress RankProgressOf(const RankCheckpoint& c, const std::string& path,
                     .bytes = fs::file_size(path),
                     .shards = c.state.shards,
                     .generation = c.state.generation,
-                    .unfinished = c.state.unfinished.size()};
+                    .unfinished = c.state.unfinished.size() + c.state.lane.open.size()};
   for (uint32_t d = 0; d < c.identity.datasets.size(); ++d) {
     std::optional<uint64_t> docs;
     if (dataset_docs) docs = (*dataset_docs)[d];
@@ -134,7 +135,7 @@ CheckpointStats CollectCheckpointStats(const std::string& step_dir, const Corpus
     for (const DatasetInfo& d : corpus->datasets) dataset_docs->push_back(d.docs);
   }
   CheckpointStats stats{.step_dir = step_dir,
-                        .format_version = CheckpointVersion(step.run, step.layout),
+                        .format_version = CheckpointVersion(step.run),
                         .step = step.step,
                         .world = step.world,
                         .identity = step.identity,
@@ -265,8 +266,9 @@ std::string FormatCheckpointStats(const CheckpointStats& s) {
       "included) of the documents started, unfinished ones whole; after a rescale a rank holds "
       "its share of the sum\nepochs: lowest-highest of the logical shards; top-epoch shards: those "
       "in the "
-      "highest; positions: documents done in the shards' current epochs; unfinished: documents "
-      "cut by a row's end, to go on first\n";
+      "highest; positions: documents started or passed over in the shards' current epochs "
+      "(format 5; before, those finished); unfinished: documents started and not finished "
+      "(cut by a row's end, or left while due ones went first)\n";
   out += s.with_corpus
              ? "shards with no documents of a dataset are left out; epochs done: documents "
                "passed over in all epochs / documents\n"

@@ -193,6 +193,13 @@ void CheckStateFits(const RankState& state, const PlannerConfig& planner,
                       planner.datasets[d].name, state.interleave[d].index, active));
     }
   }
+  for (const OpenUnit& open : state.lane.open) {
+    const PlannerDataset& dataset = planner.datasets[open.unit.dataset];
+    if (open.unit.dealt.unit >= dataset.docs) {
+      bad(fmt::format("a document open in dataset {} is number {} of {}", dataset.name,
+                      open.unit.dealt.unit, dataset.docs));
+    }
+  }
   for (size_t i = 0; i < state.unfinished.size(); ++i) {
     const UnfinishedDoc& u = state.unfinished[i];
     if (state.cursor(u.shard, u.dataset).offset == 0) bad("an unfinished document was not cut");

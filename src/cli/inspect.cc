@@ -214,8 +214,8 @@ Command SetupInspect(CLI::App& app) {
       "EOS/BOS it was saved with, the weight schedule it ran under (the entry in force "
       "marked) and the weights at its step; per dataset and per rank the framed tokens of "
       "the documents started, the lowest and highest epoch of the "
-      "logical shards, the summed positions (documents done in the current epochs) and the "
-      "documents left unfinished at a row's end. Every rank file is read and checked: a "
+      "logical shards, the summed positions (documents started in the current epochs) and "
+      "the documents started and not finished. Every rank file is read and checked: a "
       "missing, corrupt or mismatched file is an error naming it (exit 1); a corpus record "
       "(loader/corpus.table) that cannot be used is reported (a resume warns of it). See "
       "docs/checkpoint.md.");

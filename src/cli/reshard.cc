@@ -109,11 +109,10 @@ Command SetupReshard(CLI::App& app) {
       "model.pt) is copied beside loader/, and the folder appears under its name in one rename "
       "once complete, so a reshard killed midway leaves nothing half written; when OUT exists, "
       "only its loader/ is written. Resuming from the output on W' ranks gives the same stream, "
-      "bit "
-      "for bit, as resuming from the original on W' ranks; every logical shard's cursors move "
-      "to their new owner, the mixing counters and deficits are summed and re-split, and documents "
-      "cut by a "
-      "row's end go on where they stood. Prints: step, old and new world size, bytes written, "
+      "bit for bit, as resuming from the original on W' ranks; every logical shard's cursors "
+      "move to their new owner with the documents open in it, which go on where they stood, and "
+      "the started tokens are summed and re-split. Prints: step, old and new world size, bytes "
+      "written, "
       "seconds. To the world size it already has, the files are checked and copied unchanged. "
       "See docs/checkpoint.md.");
   sub->add_option("step_dir", options->step_dir,

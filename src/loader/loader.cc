@@ -190,8 +190,11 @@ OrderIdentity Loader::Impl::Identity() const {
 
 RankState Loader::Impl::StartingState() {
   if (config_.resume_from.empty()) {
-    return InitialRankState(setup_.table.datasets.size(), config_.logical_shards, comm_.size(),
-                            comm_.rank());
+    RankState state = InitialRankState(setup_.table.datasets.size(), config_.logical_shards,
+                                       comm_.size(), comm_.rank());
+    RebaseClock(setup_.planner.schedule, setup_.planner.schedule,
+                RowPlanner::StepTokens(setup_.planner), &state);
+    return state;
   }
   RestoredState restored = RestoreRankState(comm_, config_.resume_from, Identity(), setup_.table);
   mpi::FailTogether(comm_,
@@ -200,17 +203,13 @@ RankState Loader::Impl::StartingState() {
   return std::move(restored.state);
 }
 
-// The schedule of this run rules the steps not yet run. Weights other than the saved run's at
-// the resumed step are a jump there: the mixer's deficits start afresh (kept, the mixer would
-// first make up what the old weights owed), as they do at a jump of the schedule at that step
-// (a state saved there started afresh already: nothing changes). Otherwise the run goes on
-// bit for bit.
+// The schedule of this run rules the steps not yet run, from what each dataset had earned at
+// the resumed step by the saved run's clock (RebaseClock): with the same schedule and the same
+// tokens a step, the run goes on bit for bit.
 void Loader::Impl::FollowNewSchedule(const MixSchedule& saved, RankState* state) const {
   const MixSchedule& now = setup_.planner.schedule;
   const uint64_t step = state->step;
-  if (now.StartsAfreshAt(step, saved)) {
-    std::fill(state->deficit.begin(), state->deficit.end(), 0.0);
-  }
+  RebaseClock(saved, now, RowPlanner::StepTokens(setup_.planner), state);
   if (now == saved) return;
   if (now.WeightsAt(step) != saved.WeightsAt(step)) {
     if (comm_.rank() == 0) {
@@ -320,17 +319,14 @@ void Loader::Impl::SetWeights(const std::map<std::string, double>& weights) {
   MixSchedule schedule = ScheduleSettingWeights(setup_.planner, setup_.table, step, weights);
   if (broadcast_) broadcast_->Drop();  // batches planned with the old weights
   stream_.reset();
+  // The schedule keeps the steps before: the clock earned the same there, and goes on at the
+  // new weights.
   const MixSchedule before = setup_.planner.schedule;
-  const std::vector<double> deficit = delivered_.deficit;
   setup_.planner.schedule = std::move(schedule);
-  if (setup_.planner.schedule.StartsAfreshAt(step, before)) {
-    std::fill(delivered_.deficit.begin(), delivered_.deficit.end(), 0.0);
-  }
   try {
     stream_ = MakeStream();
   } catch (...) {
     setup_.planner.schedule = before;
-    delivered_.deficit = deficit;
     try {
       stream_ = MakeStream();
     } catch (...) {  // Next() says so

@@ -328,7 +328,10 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, LoaderConfig* settings) {
   p.rank = static_cast<uint64_t>(comm.rank());
   p.row_tokens = config.seq_len + 1;
   p.bos = setup.bos_id.has_value();
-  for (const DatasetInfo& info : setup.table.datasets) p.datasets.push_back({info.name, info.docs});
+  p.rows = config.batch_size;
+  for (const DatasetInfo& info : setup.table.datasets) {
+    p.datasets.push_back({info.name, info.docs, info.tokens});
+  }
   if (auto problems = RanksWithoutDocuments(p, p.world); !problems.empty())
     RefuseConfiguration(problems);
   return setup;

@@ -31,7 +31,7 @@ Lane::Lane(uint32_t lane, uint32_t lanes, std::vector<LaneDataset> datasets, con
   STOKER_ASSERT(state_.dealers.size() == n && clock.schedule().datasets() == n,
                 "a lane of {} datasets, {} dealer states, a clock of {}", n, state_.dealers.size(),
                 clock.schedule().datasets());
-  if (state_.walked.empty()) state_.walked.assign(n, 0);
+  if (state_.started.empty()) state_.started.assign(n, 0);
   if (state_.earlier.empty()) state_.earlier.resize(n);
   STOKER_ASSERT(state_.earlier.size() == n, "earlier states of {} datasets for {}",
                 state_.earlier.size(), n);
@@ -55,6 +55,12 @@ Lane::Lane(uint32_t lane, uint32_t lanes, std::vector<LaneDataset> datasets, con
     DealNext(d);
   }
   STOKER_ASSERT(!read_.empty(), "a lane with no dataset to read");
+  // The units open fall due by this clock, which may be another than the one they started under
+  // (other weights from the resumed step on, other lanes).
+  for (OpenUnit& open : state_.open)
+    open.unit.due = clock.DueTime(open.unit.dataset, End(open.unit));
+  std::stable_sort(state_.open.begin(), state_.open.end(),
+                   [](const OpenUnit& a, const OpenUnit& b) { return a.unit.due < b.unit.due; });
   visits_.assign(n, 0);
   ahead_.resize(read_.size());
   ahead_visits_.assign(read_.size(), 0);
@@ -86,9 +92,9 @@ void Lane::DealNext(uint32_t d) {
   if (datasets_[d].walked) {
     dealt = walk_->Peek(d);
     dealt.lane = lane_;
-    dealt.start = lanes_ * state_.walked[d];
+    dealt.start = lanes_ * state_.started[d];
     fronts_[i] = {.dataset = d, .dealt = dealt};
-    fronts_[i].due = clock_->DueTime(d, End(i));
+    fronts_[i].due = clock_->DueTime(d, End(fronts_[i]));
     return;
   }
   Dealer& dealer = *dealers_[i];
@@ -109,17 +115,25 @@ void Lane::DealNext(uint32_t d) {
   const uint64_t keep_from = dealt.epoch < 2 ? 0 : (dealt.epoch - 2) * units;
   while (earlier.size() > 1 && earlier[1].position <= keep_from) earlier.erase(earlier.begin());
   fronts_[i] = {.dataset = d, .dealt = dealt};
-  fronts_[i].due = clock_->DueTime(d, End(i));
+  fronts_[i].due = clock_->DueTime(d, End(fronts_[i]));
 }
 
-double Lane::End(size_t i) const {
-  const Dealt& dealt = fronts_[i].dealt;
-  const uint64_t size = datasets_[read_[i]].walked ? lanes_ * dealt.size : dealt.size;
+const std::vector<double>& Lane::WeightsAt(uint64_t step) const {
+  if (weights_step_ != step || weights_.empty()) {
+    weights_ = clock_->schedule().WeightsAt(step);
+    weights_step_ = step;
+  }
+  return weights_;
+}
+
+double Lane::End(const LaneUnit& unit) const {
+  const Dealt& dealt = unit.dealt;
+  const uint64_t size = datasets_[unit.dataset].walked ? lanes_ * dealt.size : dealt.size;
   return static_cast<double>(dealt.start + size);
 }
 
 size_t Lane::First(uint64_t step, const std::vector<bool>& among) const {
-  const std::vector<double> weights = clock_->schedule().WeightsAt(step);
+  const std::vector<double>& weights = WeightsAt(step);
   // Least due time first; on a tie the larger weight, then the larger name hash.
   const auto order = [&](size_t i) {
     const uint32_t d = read_[i];
@@ -127,7 +141,7 @@ size_t Lane::First(uint64_t step, const std::vector<bool>& among) const {
   };
   size_t first = SIZE_MAX;
   for (size_t i = 0; i < read_.size(); ++i) {
-    if (!among.empty() && !among[i]) continue;
+    if ((!among.empty() && !among[i]) || !(weights[read_[i]] > 0)) continue;
     if (first == SIZE_MAX || order(i) < order(first)) first = i;
   }
   return first;
@@ -137,10 +151,14 @@ size_t Lane::Early(uint64_t step, size_t first) const {
   // How far ahead of its dataset's clock a unit would be, in epochs of the dataset.
   std::vector<double> ahead(read_.size());
   std::vector<bool> earned_one(read_.size());
+  const std::vector<double>& weights = WeightsAt(step);
   for (size_t i = 0; i < read_.size(); ++i) {
     const double earned = clock_->Earned(read_[i], step + 1);
-    ahead[i] = std::max(0.0, End(i) - earned) / static_cast<double>(totals_[i]);
-    earned_one[i] = earned >= static_cast<double>(fronts_[i].dealt.size);
+    ahead[i] = std::max(0.0, End(fronts_[i]) - earned) / static_cast<double>(totals_[i]);
+    // A walked unit is the lane's: every lane's part of the clock must have earned it.
+    const uint64_t lanes = datasets_[read_[i]].walked ? lanes_ : 1;
+    earned_one[i] =
+        weights[read_[i]] > 0 && earned >= static_cast<double>(lanes * fronts_[i].dealt.size);
   }
   // Of the datasets that have earned a unit's tokens, the one least ahead, within half an epoch;
   // else, of those within half an epoch, the unit due first; else the unit due first.
@@ -157,27 +175,37 @@ size_t Lane::Early(uint64_t step, size_t first) const {
   return best != SIZE_MAX ? best : first;
 }
 
-LanePiece Lane::TakeOpen(size_t i, uint64_t room) {
+LanePiece Lane::TakeOpen(size_t i, uint64_t step, uint64_t room) {
   OpenUnit& open = state_.open[i];
   const LanePiece piece{.unit = open.unit,
                         .first = open.done,
                         .count = std::min(room, open.unit.dealt.size - open.done)};
   open.done += piece.count;
-  if (open.done == open.unit.dealt.size) state_.open.erase(state_.open.begin() + i);
+  running_ = SIZE_MAX;
+  if (open.done == open.unit.dealt.size) {
+    state_.open.erase(state_.open.begin() + i);
+  } else {
+    running_ = i;
+    running_step_ = step;
+  }
   return piece;
 }
 
 LanePiece Lane::Take(uint64_t step, uint64_t room) {
   STOKER_ASSERT(room > 0, "a piece of no tokens");
+  if (running_ != SIZE_MAX && running_step_ == step) return TakeOpen(running_, step, room);
   while (true) {
+    // Of the datasets of a positive weight: due units first; then the open ones (of any weight);
+    // then an early start.
     const size_t first = First(step, {});
-    // Due units first; then the open ones; then an early start.
-    const bool due = fronts_[first].due <= static_cast<double>(step + 1);
-    if (!due && !state_.open.empty()) return TakeOpen(0, room);
+    STOKER_ASSERT(first != SIZE_MAX || !state_.open.empty(),
+                  "lane {}: no dataset of a positive weight at step {}", lane_, step);
+    const bool due = first != SIZE_MAX && fronts_[first].due <= static_cast<double>(step + 1);
+    if (!due && !state_.open.empty()) return TakeOpen(0, step, room);
     const LaneUnit unit = fronts_[due ? first : Early(step, first)];
+    state_.started[unit.dataset] += unit.dealt.size;
     if (datasets_[unit.dataset].walked) {
       walk_->Advance(unit.dataset);
-      state_.walked[unit.dataset] += unit.dealt.size;
     } else {
       const Dealt dealt = dealers_[Read(unit.dataset)]->Next();
       STOKER_ASSERT(dealt == unit.dealt, "lane {} dealt position {}, not its next unit at {}",
@@ -191,7 +219,7 @@ LanePiece Lane::Take(uint64_t step, uint64_t room) {
                          [](double due, const OpenUnit& open) { return due < open.unit.due; });
     const size_t i = at - state_.open.begin();
     state_.open.insert(at, {.unit = unit});
-    return TakeOpen(i, room);
+    return TakeOpen(i, step, room);
   }
 }
 

@@ -12,9 +12,12 @@
 //      order), each run on until it ends or the step's tokens do;
 //   2. then it goes on with the units it started and has not finished, least due time first;
 //   3. when nothing is due or open and the step has room, it starts a unit early: of the
-//      datasets that have earned at least the unit's tokens, the one whose clock the unit would
+//      datasets that have earned at least the unit's tokens (a walked one: for every lane, the
+//      lanes' number of times the unit's tokens), the one whose clock the unit would
 //      lead by the least part of an epoch of the dataset, if by at most half of one; else, of the
 //      units within half an epoch, the one due first; else the one due first.
+// Only datasets of a positive weight at the step start units (a unit left open goes on whatever
+// the weight): a weight of 0 gets no new unit, even where its clock is ahead of the lane.
 // Since the dealing keeps the lanes' loads of each dataset within a unit of each other, and every
 // lane delivers the same tokens per step, each dataset's units start over all lanes at about the
 // steps they fall due, in stream order: the epochs belong to the dataset, not to a lane. A lane
@@ -81,9 +84,11 @@ struct LaneState {
   // Per dataset dealt: a dealer state of its stream at or before this lane's next unit
   // (FirstDealerState, a saved one, or Redeal's); for a walked one, ignored.
   std::vector<DealerState> dealers;
-  // Per dataset walked: the framed tokens of the units this lane started (empty: none).
-  std::vector<uint64_t> walked;
-  std::vector<OpenUnit> open;  // least due time first
+  // Per dataset: the framed tokens of the units this lane started (empty: none); a walked
+  // dataset's units fall due by it.
+  std::vector<uint64_t> started;
+  std::vector<OpenUnit> open;  // least due time first (a lane made from the state computes the
+                               // due times again, by its own clock)
   // Per dataset dealt: earlier states of its stream, oldest first: the one the lane was first
   // made from, and those at the start of each epoch it dealt into, back to two epochs before its
   // next unit's. A resume on other lanes deals again from one at or before every lane's next
@@ -109,7 +114,8 @@ class Lane {
        LaneState state, LaneWalk* walk = nullptr);
 
   // The next piece of step `step`, at most `room` tokens (room > 0): of the unit the rule above
-  // gives. Units of no tokens are passed over.
+  // gives, or of the one the last piece of the step cut short (a row's end within the step:
+  // a unit runs on until it ends or the step does). Units of no tokens are passed over.
   LanePiece Take(uint64_t step, uint64_t room);
 
   // Per dataset the dealer's state before the lane's next unit (as given, for a dataset not
@@ -134,16 +140,19 @@ class Lane {
   size_t Read(uint32_t d) const;
   // Deals `d`'s stream on to this lane's next unit of it, its front (not yet dealt).
   void DealNext(uint32_t d);
-  // The tokens of its dataset's stream by whose earning front `i` falls due: where it ends, for a
+  // The tokens of its dataset's stream by whose earning `unit` falls due: where it ends, for a
   // walked one the lanes' number of times the lane's tokens with it.
-  double End(size_t i) const;
+  double End(const LaneUnit& unit) const;
+  // The schedule's weights at `step` (kept for the step last asked).
+  const std::vector<double>& WeightsAt(uint64_t step) const;
   // Of the datasets' next units (those `among` marks, all if empty), the one due first at `step`
   // (an index into read_; SIZE_MAX if none is marked).
   size_t First(uint64_t step, const std::vector<bool>& among) const;
   // The unit to start early at `step` (rule 3 above), `first` the one due first.
   size_t Early(uint64_t step, size_t first) const;
-  // Takes up to `room` tokens of the open unit `i`, closing it when they are its last.
-  LanePiece TakeOpen(size_t i, uint64_t room);
+  // Takes up to `room` tokens of the open unit `i` at `step`, closing it when they are its last;
+  // a unit cut short by `room` runs on at the next Take of the step.
+  LanePiece TakeOpen(size_t i, uint64_t step, uint64_t room);
 
   uint32_t lane_;
   uint32_t lanes_;
@@ -160,6 +169,11 @@ class Lane {
   std::vector<uint64_t> ahead_visits_;
   // Its dealers' states are those of dealers_ (up to date once state() is asked).
   mutable LaneState state_;
+  // The open unit (index into state_.open) that a piece of step running_step_ cut short, if any.
+  size_t running_ = SIZE_MAX;
+  uint64_t running_step_ = 0;
+  mutable std::vector<double> weights_;  // WeightsAt's, of weights_step_
+  mutable uint64_t weights_step_ = 0;
 };
 
 // One dataset's dealer state that every lane of a run on `lanes` lanes starts from, after a run

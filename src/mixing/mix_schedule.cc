@@ -57,15 +57,6 @@ std::vector<double> MixSchedule::WeightsAt(uint64_t step) const {
   return weights;
 }
 
-bool MixSchedule::JumpsAt(uint64_t step) const {
-  const size_t k = EntryAt(step);
-  return k > 0 && entries_[k].step == step && !entries_[k].ramp;
-}
-
-bool MixSchedule::StartsAfreshAt(uint64_t step, const MixSchedule& before) const {
-  return JumpsAt(step) || WeightsAt(step) != before.WeightsAt(step);
-}
-
 bool MixSchedule::EverPositive(uint32_t d) const {
   return std::any_of(entries_.begin(), entries_.end(),
                      [d](const MixEntry& e) { return e.weights[d] > 0; });

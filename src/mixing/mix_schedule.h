@@ -4,9 +4,7 @@
 //
 // A step is the number of batches delivered before the one being planned. Entry k rules from
 // its step on; a ramp entry k (k > 0) takes the weights linearly from entry k - 1's, at its step,
-// to its own, reached at its step. A jump is an entry after the first that is not a ramp: the
-// mixer's deficits start afresh there (mixing/mixer.h), even when its weights are those before (so
-// that an entry set twice at one step, Loader::SetWeights, ends as one jump).
+// to its own, reached at its step. The tokens each dataset earns under it: mixing/mix_clock.h.
 //
 // The weights are stored as given, never normalized again: a schedule read back from a
 // checkpoint compares equal, bit for bit, to the one resolved from the same configuration.
@@ -42,12 +40,6 @@ class MixSchedule {
   // The last entry whose step is at or before `step`: the one in force (or the start of the ramp
   // in force, when the entry after it is a ramp that has not ended).
   size_t EntryAt(uint64_t step) const;
-  // Whether `step` is a jump's: an entry at `step` after the first, not a ramp.
-  bool JumpsAt(uint64_t step) const;
-  // Whether a rank that followed `before` up to `step` and follows this schedule from there on
-  // (a resume, Loader::SetWeights) starts its mixer's deficits afresh at `step`: at a jump of
-  // this schedule there, or where the two give `step` other weights.
-  bool StartsAfreshAt(uint64_t step, const MixSchedule& before) const;
   // Whether dataset `d` has a positive weight at some step.
   bool EverPositive(uint32_t d) const;
   // This schedule up to `step` (a ramp in progress at `step` ends the step before, where it

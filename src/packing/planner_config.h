@@ -15,6 +15,7 @@ namespace stoker {
 struct PlannerDataset {
   std::string name;
   uint64_t docs = 0;
+  uint64_t tokens = 0;  // of all its documents, unframed
 };
 
 struct PlannerConfig {
@@ -23,6 +24,8 @@ struct PlannerConfig {
   uint64_t world = 1;
   uint64_t rank = 0;
   uint64_t row_tokens = 1;  // seq_len + 1
+  uint64_t rows = 1;        // a rank's rows of a step (the batch size): a global step holds
+                            // world * rows * row_tokens tokens
   bool bos = false;         // frame documents with a BOS as well as an EOS
   std::vector<PlannerDataset> datasets;
   MixSchedule schedule;  // the weights of every step; a dataset of weight 0 is not read

@@ -7,99 +7,115 @@
 
 namespace stoker {
 
+namespace {
+
+// A state's clock, none taken as one from step 0 at `step_tokens`.
+ClockBase BaseOf(const RankState& state, uint64_t step_tokens) {
+  STOKER_ASSERT(state.step_tokens == 0 || state.step_tokens == step_tokens,
+                "a state's clock of {} tokens a step for {} (RebaseClock)", state.step_tokens,
+                step_tokens);
+  return state.step_tokens == 0 ? ClockBase{} : state.clock;
+}
+
+}  // namespace
+
+uint64_t RowPlanner::StepTokens(const PlannerConfig& config) {
+  return config.world * config.rows * config.row_tokens;
+}
+
 RowPlanner::RowPlanner(PlannerConfig config, RankState state, DocLocator locate)
     : config_(std::move(config)),
       shards_(config_, state),
       walk_{.state = std::move(state)},
       locate_(std::move(locate)),
-      extra_(config_.bos ? 2 : 1) {
+      extra_(config_.bos ? 2 : 1),
+      clock_(config_.schedule, StepTokens(config_), BaseOf(walk_.state, StepTokens(config_))),
+      units_(&config_, &shards_, &walk_.state, &walk_.position, &locate_, extra_, &touched_) {
   const RankState& s = walk_.state;
   const auto n = static_cast<uint32_t>(config_.datasets.size());
-  STOKER_ASSERT(s.datasets == n && s.delivered.size() == n && s.deficit.size() == n &&
+  STOKER_ASSERT(s.datasets == n && s.lane.started.size() == n && s.lane.dealers.size() == n &&
                     s.interleave.size() == n && config_.schedule.datasets() == n,
                 "state of {} datasets for {}", s.datasets, n);
-  STOKER_ASSERT(config_.row_tokens > 0, "rows of 0 tokens");
+  STOKER_ASSERT(config_.row_tokens > 0 && config_.rows > 0, "rows of 0 tokens");
   walk_.position = shards_.Start(s);
-  // A state saved at a jump's step started afresh then (EndBatch); a resume with other weights
-  // starts afresh in the loader.
-  mixer_ = Mixer(config_.schedule.WeightsAt(s.step), shards_.has_documents());
+  weights_ = config_.schedule.WeightsAt(s.step);
+}
+
+void RowPlanner::Begin() {
+  if (lane_) return;
+  OpenUnfinished();
+  RankState& s = walk_.state;
+  const auto n = static_cast<uint32_t>(config_.datasets.size());
+  std::vector<LaneDataset> datasets;
+  for (uint32_t d = 0; d < n; ++d) {
+    const PlannerDataset& dataset = config_.datasets[d];
+    datasets.push_back({.walked = shards_.has_documents(d),
+                        .tokens = dataset.tokens + dataset.docs * extra_,
+                        .tie = DeriveKey(0, "tie:" + dataset.name)});
+  }
+  lane_.emplace(static_cast<uint32_t>(config_.rank), static_cast<uint32_t>(config_.world),
+                std::move(datasets), clock_, s.lane, &units_);
+  s.lane = lane_->state();
+}
+
+void RowPlanner::OpenUnfinished() {
+  RankState& s = walk_.state;
+  std::vector<OpenUnit> opened;
+  for (const UnfinishedDoc& u : s.unfinished) {
+    const ShardCursor cursor = s.cursor(u.shard, u.dataset);
+    const uint64_t doc = shards_.DocumentAt(s, u.shard, u.dataset);
+    const uint64_t framed = framed_length(locate_(u.dataset, doc).length);
+    STOKER_CHECK(cursor.offset < framed, DataError,
+                 "document {} of dataset {} was left unfinished after {} framed tokens, but has "
+                 "{}: the corpus changed under the checkpoint",
+                 doc, config_.datasets[u.dataset].name, cursor.offset, framed);
+    // Due (the lane computes when) as the rank's first document of the dataset would be.
+    opened.push_back({.unit = {.dataset = u.dataset,
+                               .dealt = {.position = u.shard,
+                                         .epoch = cursor.epoch,
+                                         .unit = doc,
+                                         .lane = static_cast<uint32_t>(config_.rank),
+                                         .size = framed}},
+                      .done = cursor.offset});
+    shards_.Advance(s, walk_.position, u.shard, u.dataset);
+    touched_.push_back((u.shard - s.shards.begin) * s.datasets + u.dataset);
+  }
+  s.lane.open.insert(s.lane.open.end(), opened.begin(), opened.end());
+  s.unfinished.clear();
 }
 
 void RowPlanner::EndBatch() {
   ++walk_.state.step;
-  FollowSchedule();
-}
-
-void RowPlanner::FollowSchedule() {
-  RankState& s = walk_.state;
-  Mixer next(config_.schedule.WeightsAt(s.step), shards_.has_documents());
-  if (config_.schedule.JumpsAt(s.step) || !next.ReadsTheSame(mixer_)) {
-    std::fill(s.deficit.begin(), s.deficit.end(), 0.0);
-  }
-  mixer_ = std::move(next);
+  weights_ = config_.schedule.WeightsAt(walk_.state.step);
 }
 
 void RowPlanner::NextRow(std::vector<Segment>* row) {
+  Begin();
   row->clear();
   uint64_t remaining = config_.row_tokens;
+  const uint64_t step = walk_.state.step;
   while (remaining > 0) {
-    if (walk_.state.unfinished.empty()) StartNextDocument();
-    const UnfinishedDoc doc = walk_.state.unfinished.front();
-    ShardCursor& cursor = Touch(doc.shard, doc.dataset);
-    const uint64_t number = shards_.DocumentAt(walk_.state, doc.shard, doc.dataset);
-    const DocSpan span = locate_(doc.dataset, number);
-    const uint64_t framed = framed_length(span.length);
-    STOKER_ASSERT(cursor.offset < framed, "offset {} into a document of {} framed tokens",
-                  cursor.offset, framed);
-    const uint64_t take = std::min(framed - cursor.offset, remaining);
-    row->push_back({doc.dataset, number, span, cursor.offset, take, doc.shard, cursor.epoch});
-    cursor.offset += take;
-    remaining -= take;
-    if (cursor.offset == framed) {
-      shards_.Advance(walk_.state, walk_.position, doc.shard, doc.dataset);
-      walk_.state.unfinished.erase(walk_.state.unfinished.begin());
-    }
+    const LanePiece piece = lane_->Take(step, remaining);
+    const LaneUnit& unit = piece.unit;
+    const DocSpan span = locate_(unit.dataset, unit.dealt.unit);
+    STOKER_CHECK(framed_length(span.length) == unit.dealt.size, DataError,
+                 "document {} of dataset {} has {} framed tokens, not the {} it had when it was "
+                 "started: the corpus changed under the run",
+                 unit.dealt.unit, config_.datasets[unit.dataset].name, framed_length(span.length),
+                 unit.dealt.size);
+    row->push_back({unit.dataset, unit.dealt.unit, span, piece.first, piece.count,
+                    unit.dealt.position, unit.dealt.epoch});
+    remaining -= piece.count;
   }
-}
-
-void RowPlanner::StartNextDocument() {
-  const auto dataset = mixer_.Pick(walk_.state.deficit);
-  STOKER_CHECK(dataset.has_value(), DataError,
-               "rank {} of {} has no documents to read: every dataset of positive weight is "
-               "empty on its {} logical shards",
-               config_.rank, config_.world, walk_.state.shards.size());
-  StartDocumentOf(*dataset);
-}
-
-// Starts the next non-empty document of `dataset` on this rank, passing over empty ones, into
-// the rank's next epochs of the dataset if need be (ShardWalk::CheckEmptyRun bounds how many).
-// Nothing but the state decides, so a resumed run passes over the same documents.
-void RowPlanner::StartDocumentOf(uint32_t dataset) {
-  for (uint64_t skipped = 0;; ++skipped) {
-    shards_.CheckEmptyRun(skipped, config_, dataset);
-    const uint64_t shard = shards_.NextShard(walk_.state, walk_.position, dataset);
-    const uint64_t framed =
-        framed_length(locate_(dataset, shards_.DocumentAt(walk_.state, shard, dataset)).length);
-    if (framed == 0) {
-      Touch(shard, dataset);
-      shards_.Advance(walk_.state, walk_.position, shard, dataset);
-      continue;
-    }
-    walk_.state.delivered[dataset] += framed;
-    mixer_.Count(dataset, framed, walk_.state.deficit);
-    walk_.state.unfinished.push_back({dataset, shard});
-    return;
-  }
+  walk_.state.lane = lane_->state();
 }
 
 RowPlanner::Ahead RowPlanner::LookAhead(uint32_t dataset) {
   STOKER_ASSERT(shards_.has_documents(dataset),
                 "looking ahead in dataset {}, which has no documents here", dataset);
+  Begin();
   if (!ahead_started_) {
-    ahead_ = walk_;  // the unfinished documents' cursors still point at them: move them on
-    for (const UnfinishedDoc& doc : walk_.state.unfinished) {
-      shards_.Advance(ahead_.state, ahead_.position, doc.shard, doc.dataset);
-    }
+    ahead_ = walk_;
     ahead_started_ = true;
   }
   while (true) {
@@ -111,23 +127,25 @@ RowPlanner::Ahead RowPlanner::LookAhead(uint32_t dataset) {
   }
 }
 
-ShardCursor& RowPlanner::Touch(uint64_t shard, uint32_t dataset) {
-  touched_.push_back((shard - walk_.state.shards.begin) * walk_.state.datasets + dataset);
-  return walk_.state.cursor(shard, dataset);
-}
-
 StateDelta RowPlanner::TakeDelta() {
   const RankState& s = walk_.state;
-  StateDelta delta{.step = s.step,
-                   .delivered = s.delivered,
-                   .deficit = s.deficit,
-                   .interleave = s.interleave,
-                   .unfinished = s.unfinished};
+  StateDelta delta{.step = s.step, .interleave = s.interleave, .lane = s.lane};
   std::sort(touched_.begin(), touched_.end());
   touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
   for (uint64_t index : touched_) delta.cursors.emplace_back(index, s.cursors[index]);
   touched_.clear();
   return delta;
+}
+
+void RebaseClock(const MixSchedule& saved, const MixSchedule& now, uint64_t step_tokens,
+                 RankState* state) {
+  if (state->step_tokens == 0) {
+    state->clock = {};
+    state->step_tokens = step_tokens;
+  }
+  if (saved == now && state->step_tokens == step_tokens) return;
+  state->clock = MixClock(saved, state->step_tokens, state->clock).BaseAt(state->step);
+  state->step_tokens = step_tokens;
 }
 
 }  // namespace stoker

@@ -104,13 +104,15 @@ void ShardWalk::Advance(RankState& state, Position& position, uint64_t shard,
 }
 
 WalkedUnits::WalkedUnits(const PlannerConfig* config, const ShardWalk* walk, RankState* state,
-                         ShardWalk::Position* position, const DocLocator* locate, uint64_t extra)
+                         ShardWalk::Position* position, const DocLocator* locate, uint64_t extra,
+                         std::vector<uint64_t>* touched)
     : config_(config),
       walk_(walk),
       state_(state),
       position_(position),
       locate_(locate),
       extra_(extra),
+      touched_(touched),
       empties_(config->datasets.size(), 0) {}
 
 Dealt WalkedUnits::Peek(uint32_t dataset) {
@@ -132,6 +134,9 @@ void WalkedUnits::Advance(uint32_t dataset) {
     empties_[dataset] = 0;
   }
   walk_->Advance(*state_, *position_, shard, dataset);
+  if (touched_ != nullptr) {
+    touched_->push_back((shard - state_->shards.begin) * state_->datasets + dataset);
+  }
 }
 
 }  // namespace stoker

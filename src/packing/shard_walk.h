@@ -78,9 +78,11 @@ class ShardWalk {
 // nothing, so a state saved between Peek and Advance goes on the same.
 class WalkedUnits : public LaneWalk {
  public:
-  // Every pointer outlives this; `extra` the framing tokens a document gets (1 or 2).
+  // Every pointer outlives this; `extra` the framing tokens a document gets (1 or 2). Advance
+  // appends the index into state->cursors of the cursor it moves to `touched`, if given.
   WalkedUnits(const PlannerConfig* config, const ShardWalk* walk, RankState* state,
-              ShardWalk::Position* position, const DocLocator* locate, uint64_t extra);
+              ShardWalk::Position* position, const DocLocator* locate, uint64_t extra,
+              std::vector<uint64_t>* touched = nullptr);
   Dealt Peek(uint32_t dataset) override;
   void Advance(uint32_t dataset) override;
 
@@ -91,6 +93,7 @@ class WalkedUnits : public LaneWalk {
   ShardWalk::Position* position_;
   const DocLocator* locate_;
   uint64_t extra_;
+  std::vector<uint64_t>* touched_;
   std::vector<uint64_t> empties_;  // per dataset: empty documents passed in a row
 };
 

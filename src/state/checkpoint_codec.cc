@@ -4,6 +4,7 @@
 
 #include "base/check.h"
 #include "state/field_codec.h"
+#include "state/lane_codec.h"
 
 namespace stoker {
 
@@ -135,19 +136,64 @@ OrderIdentity GetIdentity(FieldReader* r) {
 
 }  // namespace
 
-uint32_t CheckpointVersion(const std::string& run, const std::string& layout) {
-  if (run.empty()) return 2;
-  return layout.empty() ? 3 : kCheckpointFormatVersion;
+uint32_t CheckpointVersion(const std::string& run) {
+  return run.empty() ? 2 : kCheckpointFormatVersion;
 }
+
+namespace {
+
+// The clock (format 5): the tokens of a global step, the base's step and what each dataset had
+// earned there.
+void PutClock(const RankState& s, FieldWriter* w) {
+  w->U(s.step_tokens);
+  w->U(s.clock.step);
+  w->U(s.clock.earned.size());
+  for (double earned : s.clock.earned) w->D(earned);
+}
+
+void GetClock(FieldReader* r, RankState* s) {
+  s->step_tokens = r->U();
+  s->clock.step = r->U();
+  s->clock.earned.resize(r->Count(8));
+  for (double& earned : s->clock.earned) {
+    earned = r->D();
+    if (!(earned >= 0) || std::isinf(earned))
+      r->Fail("a dataset's earned tokens that are no count");
+  }
+  if (!s->clock.earned.empty() && s->clock.earned.size() != s->datasets) {
+    r->Fail("a clock of another number of datasets");
+  }
+  if (s->clock.step > s->step || (s->step_tokens == 0 && !s->clock.earned.empty())) {
+    r->Fail("a clock's base after the state's step or without step tokens");
+  }
+}
+
+// Per dataset: (version 1 to 4: the started tokens, version 2 to 4: the deficit, which the lanes
+// replaced,) the interleaving's cycle and index.
+void GetPerDataset(FieldReader* r, uint32_t version, RankState* s) {
+  s->interleave.resize(s->datasets);
+  for (uint64_t d = 0; d < s->datasets; ++d) {
+    if (version < 5) s->lane.started[d] = r->U();
+    if (version >= 2 && version < 5 && !std::isfinite(r->D())) {
+      r->Fail("a mixing deficit that is not a number");
+    }
+    s->interleave[d].cycle = r->U();
+    s->interleave[d].index = r->U();
+  }
+}
+
+}  // namespace
 
 std::string EncodeCheckpoint(const RankCheckpoint& c) {
   const RankState& s = c.state;
-  STOKER_ASSERT(s.delivered.size() == s.datasets && s.deficit.size() == s.datasets &&
+  STOKER_ASSERT(s.lane.started.size() == s.datasets && s.lane.dealers.size() == s.datasets &&
                     s.interleave.size() == s.datasets && c.schedule.datasets() == s.datasets,
                 "a checkpoint of {} datasets", s.datasets);
   STOKER_ASSERT(c.run.empty() || IsRunId(c.run), "a run identity \"{}\"", c.run);
   STOKER_ASSERT(c.layout.empty() || !c.run.empty(), "a layout without a run identity");
-  const uint32_t version = CheckpointVersion(c.run, c.layout);
+  const uint32_t version = CheckpointVersion(c.run);
+  STOKER_ASSERT(version == kCheckpointFormatVersion || (s.lane.open.empty() && s.step_tokens == 0),
+                "a state of lanes without a run identity");
   FieldWriter payload;
   PutIdentity(c.identity, &payload);
   payload.U(c.world);
@@ -161,8 +207,10 @@ std::string EncodeCheckpoint(const RankCheckpoint& c) {
   payload.U(s.shards.begin);
   payload.U(s.shards.end);
   for (uint64_t d = 0; d < s.datasets; ++d) {
-    payload.U(s.delivered[d]);
-    payload.D(s.deficit[d]);
+    if (version < 5) {
+      payload.U(s.lane.started[d]);
+      payload.D(0.0);  // the deficit of version 2 to 4
+    }
     payload.U(s.interleave[d].cycle);
     payload.U(s.interleave[d].index);
   }
@@ -171,6 +219,10 @@ std::string EncodeCheckpoint(const RankCheckpoint& c) {
   for (const auto& u : s.unfinished) {
     payload.U(u.dataset);
     payload.U(u.shard);
+  }
+  if (version >= 5) {
+    PutClock(s, &payload);
+    PutLaneState(s.lane, &payload);
   }
   return FrameFile(kCheckpointMagic, version, payload.bytes());
 }
@@ -190,7 +242,7 @@ RankCheckpoint DecodeCheckpoint(std::string_view bytes, const std::string& sourc
   }
   if (version >= 4) {
     c.layout = r.Str();
-    if (c.layout.empty()) r.Fail("an empty layout");
+    if (c.layout.empty() && version == 4) r.Fail("an empty layout");
   }
   const uint64_t datasets = c.identity.datasets.size();
   for (uint64_t d = 0; d < datasets; ++d) c.weights.push_back(r.D());
@@ -202,25 +254,20 @@ RankCheckpoint DecodeCheckpoint(std::string_view bytes, const std::string& sourc
     r.Fail("weights that do not sum to 1");
   }
   RankState& s = c.state;
-  s.datasets = datasets;
   s.step = r.U();
   s.generation = r.U();
-  s.shards.begin = r.U();
-  s.shards.end = r.U();
-  if (s.shards.begin > s.shards.end || s.shards.end > c.identity.logical_shards) {
-    r.Fail(fmt::format("logical shards [{}, {}) of {}", s.shards.begin, s.shards.end,
-                       c.identity.logical_shards));
+  const uint64_t begin = r.U();
+  const uint64_t end = r.U();
+  if (begin > end || end > c.identity.logical_shards) {
+    r.Fail(fmt::format("logical shards [{}, {}) of {}", begin, end, c.identity.logical_shards));
   }
-  s.delivered.resize(datasets);
-  s.deficit.resize(datasets);
-  s.interleave.resize(datasets);
-  for (uint64_t d = 0; d < datasets; ++d) {
-    s.delivered[d] = r.U();
-    if (version >= 2) s.deficit[d] = r.D();
-    if (!std::isfinite(s.deficit[d])) r.Fail("a mixing deficit that is not a number");
-    s.interleave[d].cycle = r.U();
-    s.interleave[d].index = r.U();
-  }
+  const uint64_t generation = s.generation;
+  const uint64_t step = s.step;
+  s = InitialRankState(datasets, 1, 1, 0);  // the per-dataset parts; shards and cursors next
+  s.step = step;
+  s.generation = generation;
+  s.shards = {begin, end};
+  GetPerDataset(&r, version, &s);
   GetCursors(&r, &s);
   s.unfinished.resize(r.Count(2));
   for (auto& u : s.unfinished) {
@@ -228,6 +275,10 @@ RankCheckpoint DecodeCheckpoint(std::string_view bytes, const std::string& sourc
     u.dataset = static_cast<uint32_t>(dataset);
     u.shard = r.U();
     if (dataset >= datasets || !s.shards.contains(u.shard)) r.Fail("an unfinished document");
+  }
+  if (version >= 5) {
+    GetClock(&r, &s);
+    s.lane = GetLaneState(&r, datasets, c.world);
   }
   if (!r.done()) r.Fail("bytes after the end of the state");
   return c;

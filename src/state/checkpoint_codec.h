@@ -1,17 +1,18 @@
-// The loader checkpoint file, format version 3 (docs/checkpoint.md): one file per rank holding
+// The loader checkpoint file, format version 5 (docs/checkpoint.md): one file per rank holding
 // its RankState, the weight schedule it ran under, everything that shapes the order, so that
 // a resume can refuse a checkpoint of another corpus, seed, logical-shard count, seq_len or
-// EOS/BOS and say what differs, and the identity of the run that saved it, so that the rank
-// files of one step can be told to be one save.
+// EOS/BOS and say what differs, the identity of the run that saved it, so that the rank files
+// of one step can be told to be one save, and the parallel layout it was saved under.
 //
 //   bytes 0..7    magic "STOKERCK"
-//   bytes 8..11   format version, uint32 little-endian (3; version 2, without the run identity,
-//                 and version 1, without the schedule and the mixer's deficits too, are still
-//                 read)
+//   bytes 8..11   format version, uint32 little-endian (5; versions 1 to 4, of the mixer by
+//                 deficits before the lanes, are still read: version 4 with a layout always,
+//                 3 without, 2 without the run identity, 1 without the schedule and deficits)
 //   bytes 12..19  payload length P, uint64 little-endian
 //   bytes 20..    payload: LEB128 varints, zigzag for signed values, length-prefixed strings
 //   last 8 bytes  XXH3-64 of every byte before them, little-endian
-// (the frame and the fields are state/field_codec.h's, which the corpus record shares)
+// (the frame and the fields are state/field_codec.h's, which the corpus record shares; the
+// lane's fields are state/lane_codec.h's)
 //
 // Cursors are stored as differences from the previous logical shard's cursor of the same
 // dataset: a rank's shards advance together, so most cursors take one byte (docs/checkpoint.md).
@@ -30,7 +31,7 @@
 
 namespace stoker {
 
-inline constexpr uint32_t kCheckpointFormatVersion = 4;
+inline constexpr uint32_t kCheckpointFormatVersion = 5;
 
 // What shapes the order: a resume must match all of it (the weights are not part of it: they
 // may change).
@@ -57,20 +58,19 @@ struct RankCheckpoint {
   // or 2, which carries none.
   std::string run;
   // The parallel layout it was saved under (stoker/layout.h, as ParallelLayout::Text gives it,
-  // dp included): `world` is then its dp size. Empty for none, and in files of versions 1 to 3.
+  // dp included): `world` is then its dp size. Empty for none (always in files of versions 1
+  // to 3).
   std::string layout;
   RankState state;
   bool operator==(const RankCheckpoint&) const = default;
 };
 
-// Version 4 for a checkpoint saved under a layout; else version 3, the newest without that
-// field (a job without a layout writes the files it wrote before); and a checkpoint without a
-// run identity (read from a file of version 1 or 2) as version 2, so that it reads back as it
-// was.
+// Version 5; a checkpoint without a run identity (read from a file of version 1 or 2, or
+// resharded from one) as version 2, so that it reads back as it was: its state must then hold
+// no lane's units open and no clock (the loader opens them when it resumes).
 std::string EncodeCheckpoint(const RankCheckpoint& checkpoint);
-// The version EncodeCheckpoint writes for a checkpoint of this run identity and layout (2, 3 or
-// 4, as above).
-uint32_t CheckpointVersion(const std::string& run, const std::string& layout);
+// The version EncodeCheckpoint writes for a checkpoint of this run identity (2 or 5).
+uint32_t CheckpointVersion(const std::string& run);
 
 // Throws DataError naming `source` (a file name) when the bytes are not a valid checkpoint.
 RankCheckpoint DecodeCheckpoint(std::string_view bytes, const std::string& source);

@@ -57,7 +57,7 @@ DealerState GetDealerState(FieldReader* r, uint64_t lanes) {
 void PutLaneState(const LaneState& state, FieldWriter* w) {
   for (size_t d = 0; d < state.dealers.size(); ++d) {
     PutDealerState(state.dealers[d], w);
-    w->U(d < state.walked.size() ? state.walked[d] : 0);
+    w->U(d < state.started.size() ? state.started[d] : 0);
     const size_t earlier = d < state.earlier.size() ? state.earlier[d].size() : 0;
     w->U(earlier);
     for (size_t k = 0; k < earlier; ++k) PutDealerState(state.earlier[d][k], w);
@@ -74,14 +74,14 @@ void PutLaneState(const LaneState& state, FieldWriter* w) {
 
 LaneState GetLaneState(FieldReader* r, uint64_t datasets, uint64_t lanes) {
   LaneState state;
-  // Every dataset takes at least 5 bytes (position, start, loads, skips, walked, earlier).
+  // Every dataset takes at least 5 bytes (position, start, loads, skips, started, earlier).
   if (datasets > r->left() / 5) r->Fail("more datasets than bytes");
   state.dealers.resize(datasets);
-  state.walked.resize(datasets);
+  state.started.resize(datasets);
   state.earlier.resize(datasets);
   for (uint64_t d = 0; d < datasets; ++d) {
     state.dealers[d] = GetDealerState(r, lanes);
-    state.walked[d] = r->U();
+    state.started[d] = r->U();
     state.earlier[d].resize(r->Count(4));
     for (DealerState& earlier : state.earlier[d]) earlier = GetDealerState(r, lanes);
   }

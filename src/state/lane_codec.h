@@ -1,11 +1,10 @@
-// The fields of a lane's state (mixing/lane.h) in a loader rank file: what format 5 of the
-// checkpoint (state/checkpoint_codec.h) will hold per rank once the loader's rows come from lanes
-// (docs/design.md, "Epochs of the dataset").
+// The fields of a lane's state (mixing/lane.h) in a loader rank file, format 5
+// (state/checkpoint_codec.h), and in the parts of a rescale (state/rescale.h).
 //
 // A dealer state: position, start, the number of loads (0, for a dataset walked, or the lanes),
 // the least load and each load above it (the loads lie within a unit of each other: most take a
 // byte or two), then the positions passed over as differences (the first from the position).
-// The lane's state: per dataset its dealer state, the framed tokens walked, its earlier states
+// The lane's state: per dataset its dealer state, the framed tokens started, its earlier states
 // (a count, then each); then the open units (a count, then each: dataset, position, epoch, unit,
 // lane, start, size, due as f64, done). Pure: no I/O.
 #pragma once

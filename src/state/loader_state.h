@@ -1,21 +1,27 @@
 // The loader's resumable state on one rank: a plain value type (copyable, comparable).
 //
 // It is the position after the last batch handed to the trainer, made of cursors, never tokens:
-//   per owned logical shard and dataset: the epoch, the position in that epoch's order of the
-//     shard's slice, and how many tokens of the document at that position were already delivered
-//     (offset > 0 only for a document cut by the end of a row);
-//   per rank: the step, per dataset the framed tokens of the documents started and the mixer's
-//     deficit (mixing/mixer.h), and where the interleaving of the rank's logical shards stands
-//     (cycle, index);
-//   the documents left unfinished at a row's end, in the order they are to be finished (one at
-//     most in a run that never rescaled; more after shards of several ranks came together).
+//   per owned logical shard and dataset: the epoch and the position in that epoch's order of the
+//     shard's slice (the next document the rank's walk comes to there);
+//   per rank: the step, where the interleaving of the rank's logical shards stands (cycle,
+//     index), and the rank's lane (mixing/lane.h): per dataset the framed tokens of the documents
+//     started and the dealer's state, and the documents started and not finished (open units,
+//     with the tokens of each already delivered);
+//   the mixing clock's base (mixing/mix_clock.h): what each dataset had earned at a step, and the
+//     tokens of a global step the clock earns at from there.
 // Tokens are counted in framed units: a document of n tokens delivers n + 1 with its EOS, n + 2
 // with BOS as well.
+//
+// A state read from a checkpoint of format 1 to 4 holds its unfinished documents the old way
+// (`unfinished`: the cursor points at the document, its offset the tokens delivered) and no clock
+// (step_tokens 0); the planner opens them as units when it starts (packing/row_planner.h).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "mixing/lane.h"
+#include "mixing/mix_clock.h"
 #include "order/partition.h"
 
 namespace stoker {
@@ -23,7 +29,8 @@ namespace stoker {
 struct ShardCursor {
   uint64_t epoch = 0;
   uint64_t position = 0;  // within the shard's slice of the epoch's order
-  uint64_t offset = 0;    // framed tokens of the document at `position` already delivered
+  uint64_t offset = 0;    // format 1 to 4 only: framed tokens of the document at `position`
+                          // already delivered
   bool operator==(const ShardCursor&) const = default;
 };
 
@@ -33,7 +40,8 @@ struct InterleaveCursor {
   bool operator==(const InterleaveCursor&) const = default;
 };
 
-// A document left unfinished: the cursor of (shard, dataset) points at it, offset > 0.
+// A document a checkpoint of format 1 to 4 left unfinished: the cursor of (shard, dataset)
+// points at it, offset > 0.
 struct UnfinishedDoc {
   uint32_t dataset = 0;
   uint64_t shard = 0;
@@ -44,12 +52,13 @@ struct RankState {
   uint64_t step = 0;        // batches delivered so far (the global step)
   uint64_t generation = 0;  // rescales so far; keys the interleaving
   uint64_t datasets = 0;
-  IndexRange shards;        // the logical shards this rank owns
+  IndexRange shards;                         // the logical shards this rank owns
   std::vector<ShardCursor> cursors;          // (shard - shards.begin) * datasets + dataset
-  std::vector<uint64_t> delivered;           // per dataset, framed tokens of documents started
-  std::vector<double> deficit;               // per dataset, the mixer's (mixing/mixer.h)
   std::vector<InterleaveCursor> interleave;  // per dataset
-  std::vector<UnfinishedDoc> unfinished;
+  LaneState lane;  // started: per dataset, framed tokens of the documents started
+  ClockBase clock;
+  uint64_t step_tokens = 0;  // of a global step, at which the clock earns from its base (0: none)
+  std::vector<UnfinishedDoc> unfinished;  // format 1 to 4 only, in the order to finish them
 
   ShardCursor& cursor(uint64_t shard, uint32_t dataset) {
     return cursors[(shard - shards.begin) * datasets + dataset];
@@ -68,9 +77,8 @@ struct RankState {
 struct StateDelta {
   std::vector<std::pair<uint64_t, ShardCursor>> cursors;
   uint64_t step = 0;
-  std::vector<uint64_t> delivered;
-  std::vector<double> deficit;
   std::vector<InterleaveCursor> interleave;
+  LaneState lane;
   std::vector<UnfinishedDoc> unfinished;
 };
 

@@ -3,14 +3,14 @@
 //
 // Every old rank's checkpoint is split into one RescalePart for each new rank that will own some
 // of its logical shards (a contiguous run of shards goes to each: usually one to three parts):
-// the cursors of those shards, the documents left unfinished in them (in their old order), the
-// old rank's step and generation, and the share of its mixing counters that goes with those
-// shards (split in proportion to shard counts: the counts of started tokens so that every sum is
-// kept exactly, the mixer's deficits as fractions of theirs). A new rank
-// assembles its state from the parts it receives: its shards' cursors as they stood (a document
-// cut by a row's end goes on from where it stood), the step, the generation plus one (a new
-// interleaving), the unfinished documents in (old rank, old order) order, and the summed
-// counters. Nothing is lost and nothing is repeated; the work is linear in W + W'.
+// the cursors of those shards, the documents open in them (the lane's open units, and a format
+// 1-4 file's unfinished documents, in their old order), the old rank's step, generation and
+// clock, and the share of its started tokens that goes with those shards (split in proportion to
+// shard counts, so that every sum is kept exactly). A new rank assembles its state from the
+// parts it receives: its shards' cursors as they stood, the step and clock, the generation plus
+// one (a new interleaving), the open documents in (old rank, old order) order (each goes on from
+// where it stood), and the summed started tokens, by which its walk of each dataset keeps to the
+// weights from there. Nothing is lost and nothing is repeated; the work is linear in W + W'.
 #pragma once
 
 #include <cstdint>
@@ -26,11 +26,13 @@ struct RescalePart {
   uint64_t new_rank = 0;
   uint64_t step = 0;
   uint64_t generation = 0;
-  std::vector<uint64_t> delivered;  // the share of the old rank's counters, per dataset
-  std::vector<double> deficit;      // the share of the old rank's deficits, per dataset
-  std::vector<uint64_t> shards;     // logical shards whose cursors follow
-  std::vector<ShardCursor> cursors; // shards.size() * datasets, shard after shard
-  std::vector<UnfinishedDoc> unfinished;  // in the old rank's order
+  ClockBase clock;
+  uint64_t step_tokens = 0;
+  std::vector<uint64_t> started;          // the share of the old rank's started tokens, per dataset
+  std::vector<uint64_t> shards;           // logical shards whose cursors follow
+  std::vector<ShardCursor> cursors;       // shards.size() * datasets, shard after shard
+  std::vector<OpenUnit> open;             // of those shards, in the old rank's order
+  std::vector<UnfinishedDoc> unfinished;  // the same, from a file of format 1 to 4
   bool operator==(const RescalePart&) const = default;
 };
 
@@ -40,9 +42,9 @@ std::vector<RescalePart> SplitState(const RankState& old, uint64_t old_rank,
                                     uint64_t logical_shards, uint64_t new_world);
 
 // Rank `new_rank`'s state from every part made for it (any order). Throws DataError when the
-// parts do not cover its shards exactly once or disagree on the step.
-RankState AssembleState(std::vector<RescalePart> parts, uint64_t datasets,
-                        uint64_t logical_shards, uint64_t new_world, uint64_t new_rank);
+// parts do not cover its shards exactly once or disagree on the step or the clock.
+RankState AssembleState(std::vector<RescalePart> parts, uint64_t datasets, uint64_t logical_shards,
+                        uint64_t new_world, uint64_t new_rank);
 
 std::string EncodeRescalePart(const RescalePart& part);
 RescalePart DecodeRescalePart(const std::string& bytes);

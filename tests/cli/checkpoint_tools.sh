@@ -118,7 +118,7 @@ def expect(what, got, want):
         problems.append(f"{what}: {got!r}, not {want!r}")
 
 for name, j, world, generation in (("orig", orig, 2, 0), ("new", new, 3, 1), ("data", data, 2, 0)):
-    for key, want in (("kind", "checkpoint"), ("format_version", 3), ("step", 10),
+    for key, want in (("kind", "checkpoint"), ("format_version", 5), ("step", 10),
                       ("world_size", world), ("generation", generation),
                       ("corpus_fingerprint", fingerprint), ("seed", 5), ("logical_shards", shards),
                       ("seq_len", 64), ("eos_id", corpus["total_tokens"]), ("bos_id", None)):

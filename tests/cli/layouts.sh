@@ -48,8 +48,8 @@ run 50 --layout tp=8 --replica-feed read
 python3 - "$work/step-12.json" "$work/step-36.json" <<'PY' || fail "stoker inspect of the steps"
 import json, sys
 tp4, flat = (json.load(open(f)) for f in sys.argv[1:])
-assert (tp4["layout"], tp4["world_size"], tp4["format_version"]) == ("tp=4,cp=1,dp=2,pp=1", 2, 4), tp4
-assert (flat["layout"], flat["world_size"], flat["format_version"]) == (None, 8, 3), flat
+assert (tp4["layout"], tp4["world_size"], tp4["format_version"]) == ("tp=4,cp=1,dp=2,pp=1", 2, 5), tp4
+assert (flat["layout"], flat["world_size"], flat["format_version"]) == (None, 8, 5), flat
 PY
 "$STOKER" inspect "$ck/step-12" | grep -q '^parallel layout tp=4,cp=1,dp=2,pp=1: a rank file per data-parallel rank$' ||
   fail "stoker inspect does not show the layout of step 12"

@@ -185,23 +185,39 @@ def share(docs, rank):  # documents in the logical shards `rank` owns (order/par
     first, last = cut(shards, world, rank), cut(shards, world, rank + 1)
     return cut(docs, shards, last) - cut(docs, shards, first)
 
-per_rank = []  # per rank: {dataset: [(first value, length), ...] in delivery order}
+per_rank = []  # per rank: {dataset: [[first value, length or None], ...] in the order begun}
 for rank in range(world):
     data = open(f"{dump}/rank-{rank}.bin", "rb").read()
     tokens = struct.unpack(f"<{len(data) // 8}q", data)
-    docs, current = {name: [] for name in names}, []
-    for t in tokens:
-        if t != eos:
-            if current and t != current[-1] + 1:
-                problems.append(f"rank {rank}: token {t} follows {current[-1]} inside a document")
-                break
-            current.append(t)
-        elif not current:
-            problems.append(f"rank {rank}: EOS with no document before it")
+    raw = open(f"{dump}/rank-{rank}.pieces", "rb").read()
+    pieces = struct.unpack(f"<{len(raw) // 8}Q", raw)
+    docs = {name: [] for name in names}
+    open_docs = {}  # (dataset, doc, epoch) -> (its entry in docs, its tokens so far)
+    at = 0
+    for k in range(0, len(pieces), 5):  # a document cut by a step's end may go on after others
+        dataset, doc, epoch, first, count = pieces[k:k + 5]
+        name, key, piece = names[dataset], (dataset, doc, epoch), tokens[at:at + count]
+        at += count
+        if first == 0 and key not in open_docs:
+            entry = [piece[0], None]
+            docs[name].append(entry)
+            open_docs[key] = (entry, [])
+        elif key not in open_docs or len(open_docs[key][1]) != first:
+            problems.append(f"rank {rank}: a piece of {key} from {first} goes on from nothing")
             break
-        else:
-            docs[dataset_of(current[0])].append((current[0], len(current)))
-            current = []
+        entry, current = open_docs[key]
+        for i, t in enumerate(piece):
+            if t == eos:
+                if not current or i != len(piece) - 1:
+                    problems.append(f"rank {rank}: EOS of {key} not after its tokens, at its end")
+                entry[1] = len(current)
+                del open_docs[key]
+            elif current and t != current[-1] + 1:
+                problems.append(f"rank {rank}: token {t} follows {current[-1]} inside a document")
+            elif not current and dataset_of(t) != name:
+                problems.append(f"rank {rank}: a document of {name} begins with {t}")
+            else:
+                current.append(t)
     per_rank.append(docs)
 
 for name in names:
@@ -225,6 +241,9 @@ for name in names:
     epoch0.sort()
     at = begin
     for first, length in epoch0:
+        if length is None:
+            problems.append(f"dataset {name}: a document of epoch 0 from value {first} never ended")
+            break
         if first != at:
             problems.append(f"dataset {name}: epoch 0 over {world} ranks goes from value {at} to {first}")
             break

@@ -38,12 +38,13 @@ struct FakeCorpus {
 };
 
 inline PlannerConfig ConfigFor(const FakeCorpus& corpus, const std::vector<double>& weights,
-                               uint64_t shards, uint64_t world, uint64_t rank,
-                               uint64_t row = 97) {
-  PlannerConfig config{.seed = 7, .logical_shards = shards, .world = world, .rank = rank,
-                       .row_tokens = row};
+                               uint64_t shards, uint64_t world, uint64_t rank, uint64_t row = 97) {
+  PlannerConfig config{
+      .seed = 7, .logical_shards = shards, .world = world, .rank = rank, .row_tokens = row};
   for (size_t d = 0; d < corpus.names.size(); ++d) {
-    config.datasets.push_back({corpus.names[d], corpus.lengths[d].size()});
+    uint64_t tokens = 0;
+    for (uint64_t n : corpus.lengths[d]) tokens += n;
+    config.datasets.push_back({corpus.names[d], corpus.lengths[d].size(), tokens});
   }
   config.schedule = MixSchedule::Constant(MixSchedule::Normalized(weights));
   return config;
@@ -59,6 +60,10 @@ inline bool AllPastEpoch(const RankState& state, const PlannerConfig& config, ui
       if (order.Slice(j).empty() || !config.schedule.EverPositive(d)) continue;
       if (state.cursor(j, d).epoch <= epoch) return false;
     }
+  }
+  // A document's cursor passes it when it starts: one still open is not past.
+  for (const OpenUnit& open : state.lane.open) {
+    if (open.unit.dealt.epoch <= epoch) return false;
   }
   return true;
 }

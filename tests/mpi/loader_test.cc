@@ -99,14 +99,15 @@ CorpusTruth ReadTruth(const mpi::Comm& comm, const std::string& root) {
 }
 
 // Cuts a rank's stream of batches back into documents and checks it on the way: the batch
-// fields; that the stream is [BOS] document EOS, [BOS] document EOS, ... with every document
-// whole, its tokens in order, none empty and nothing else; and that Batch::dataset_tokens counts
-// the tokens (BOS and EOS with their document) each batch holds.
+// fields; that the stream is pieces of framed documents, [BOS] document EOS, each document's
+// tokens in order and whole, none empty and nothing else (a document cut by a step's end may go on
+// after others that fell due: mixing/lane.h); and that Batch::dataset_tokens counts the tokens
+// (BOS and EOS with their document) each batch holds.
 class StreamChecker {
  public:
   StreamChecker(const CorpusTruth& truth, const LoaderConfig& config, int64_t eos,
                 std::optional<int64_t> bos)
-      : truth_(truth), config_(config), eos_(eos), bos_(bos), done_(truth.dataset_docs.size()) {}
+      : truth_(truth), config_(config), eos_(eos), bos_(bos), begun_(truth.dataset_docs.size()) {}
 
   void Add(const Batch& batch) {
     const uint64_t index = reported_.size();
@@ -114,12 +115,12 @@ class StreamChecker {
     EXPECT_EQ(batch.rows, config_.batch_size);
     EXPECT_EQ(batch.row_tokens, config_.seq_len + 1);
     EXPECT_EQ(batch.tokens.size(), batch.rows * batch.row_tokens);
-    EXPECT_EQ(batch.dataset_tokens.size(), done_.size());
+    EXPECT_EQ(batch.dataset_tokens.size(), begun_.size());
     uint64_t sum = 0;
     for (uint64_t n : batch.dataset_tokens) sum += n;
     EXPECT_EQ(sum, batch.rows * batch.row_tokens) << "step " << batch.step;
     reported_.push_back(batch.dataset_tokens);
-    counted_.emplace_back(done_.size(), 0);
+    counted_.emplace_back(begun_.size(), 0);
     for (size_t i = 0; i < batch.tokens.size() && !broken_; ++i) {
       if (std::string why = Take(batch.tokens[i], index); !why.empty()) {
         ADD_FAILURE() << fmt::format("step {}, row {}, column {}: token {}: {}", batch.step,
@@ -132,14 +133,17 @@ class StreamChecker {
 
   // Compares the counts of every batch whose BOS tokens are all attributed.
   void Finish() const {
-    const size_t checked = reported_.size() - (expect_ == kFirst ? 1 : 0);
+    size_t checked = reported_.size();
+    for (const Open& open : open_) {
+      if (open.doc == nullptr) checked = std::min<size_t>(checked, open.bos_batch);
+    }
     for (size_t b = 0; b < checked && !broken_; ++b) {
       EXPECT_EQ(reported_[b], counted_[b]) << "Batch::dataset_tokens of step " << b + 1;
     }
   }
 
-  // Per dataset: numbers of the documents completed, in order.
-  const std::vector<std::vector<uint64_t>>& done() const { return done_; }
+  // Per dataset: numbers of the documents begun, in order (a rank's walk's order).
+  const std::vector<std::vector<uint64_t>>& begun() const { return begun_; }
   // Every completed document (index into truth.docs), in order.
   const std::vector<uint32_t>& sequence() const { return sequence_; }
   uint64_t tokens() const { return reported_.size() * config_.batch_size * (config_.seq_len + 1); }
@@ -150,36 +154,66 @@ class StreamChecker {
   }
 
  private:
-  enum Expect { kStart, kFirst, kBody, kEos };
+  // A document begun and not ended: `doc` null while only its BOS came (in batch bos_batch),
+  // else `at` of its tokens came (at == length: its EOS is next).
+  struct Open {
+    const CorpusTruth::Doc* doc = nullptr;
+    uint64_t at = 0;
+    uint64_t bos_batch = 0;
+  };
 
   std::string Take(int64_t token, uint64_t batch) {
-    if (expect_ == kStart && bos_) {
-      if (token != *bos_) return fmt::format("BOS {} expected before a document", *bos_);
-      bos_batch_ = batch;
-      expect_ = kFirst;
+    const bool after_bos = after_bos_;
+    after_bos_ = false;
+    if (bos_ && token == *bos_) {
+      open_.push_back({.bos_batch = batch});
+      after_bos_ = true;
       return {};
     }
-    if (expect_ == kStart || expect_ == kFirst) {
-      const CorpusTruth::Doc* doc = truth_.StartingAt(token);
-      if (doc == nullptr) return "expected the first token of a document";
-      if (expect_ == kFirst) ++counted_[bos_batch_][doc->dataset];
-      doc_ = doc;
-      at_ = 0;
-      expect_ = kBody;
-    }
-    if (expect_ == kBody) {
-      if (token != doc_->first + static_cast<int64_t>(at_)) {
-        return fmt::format("expected token {} of document {} of dataset {} (value {})", at_,
-                           doc_->number, doc_->dataset, doc_->first + at_);
+    if (const CorpusTruth::Doc* doc = truth_.StartingAt(token); doc != nullptr) {
+      Open* open = nullptr;
+      if (bos_) {  // the BOS just before it, else the one whose document was cut after it
+        const auto bos = after_bos ? open_.end() - 1
+                                   : std::find_if(open_.begin(), open_.end(),
+                                                  [](const Open& o) { return o.doc == nullptr; });
+        if (bos == open_.end()) return fmt::format("a document begun without BOS {}", *bos_);
+        open = &*bos;
+        ++counted_[open->bos_batch][doc->dataset];
+      } else {
+        open = &open_.emplace_back();
       }
-      if (++at_ == doc_->length) expect_ = kEos;
-    } else {
-      if (token != eos_) return fmt::format("expected EOS {} after a whole document", eos_);
-      done_[doc_->dataset].push_back(doc_->number);
-      sequence_.push_back(static_cast<uint32_t>(doc_ - truth_.docs.data()));
-      expect_ = kStart;
+      open->doc = doc;
+      open->at = 1;
+      ++counted_[batch][doc->dataset];
+      begun_[doc->dataset].push_back(doc->number);
+      return {};
     }
-    ++counted_[batch][doc_->dataset];
+    const auto going_on = std::find_if(open_.begin(), open_.end(), [&](const Open& o) {
+      return o.doc != nullptr && o.at < o.doc->length &&
+             token == o.doc->first + static_cast<int64_t>(o.at);
+    });
+    if (going_on == open_.end() && token == eos_) {  // the EOS id may be a token of a document
+      const auto ended = std::find_if(open_.begin(), open_.end(), [](const Open& o) {
+        return o.doc != nullptr && o.at == o.doc->length;
+      });
+      if (ended == open_.end()) return fmt::format("EOS {} where no document is whole", eos_);
+      const CorpusTruth::Doc* doc = ended->doc;
+      open_.erase(ended);
+      sequence_.push_back(static_cast<uint32_t>(doc - truth_.docs.data()));
+      ++counted_[batch][doc->dataset];
+      return {};
+    }
+    if (going_on == open_.end()) {
+      return open_.empty() ? std::string("expected the first token of a document")
+                           : fmt::format(
+                                 "no open document goes on with it ({} open, e.g. token "
+                                 "{} of document {} of dataset {})",
+                                 open_.size(), open_.front().at,
+                                 open_.front().doc ? open_.front().doc->number : 0,
+                                 open_.front().doc ? open_.front().doc->dataset : 0);
+    }
+    ++going_on->at;
+    ++counted_[batch][going_on->doc->dataset];
     return {};
   }
 
@@ -187,12 +221,10 @@ class StreamChecker {
   LoaderConfig config_;
   int64_t eos_;
   std::optional<int64_t> bos_;
-  Expect expect_ = kStart;
-  const CorpusTruth::Doc* doc_ = nullptr;
-  uint64_t at_ = 0;
-  uint64_t bos_batch_ = 0;
+  std::vector<Open> open_;
+  bool after_bos_ = false;  // the last token was a BOS
   bool broken_ = false;
-  std::vector<std::vector<uint64_t>> done_;
+  std::vector<std::vector<uint64_t>> begun_;
   std::vector<uint32_t> sequence_;
   std::vector<std::vector<uint64_t>> reported_, counted_;  // per batch, per dataset
 };
@@ -251,13 +283,13 @@ void ExpectEpochExactlyOnce(const mpi::Comm& comm, const CorpusTruth& truth,
                             uint64_t epoch) {
   const uint64_t n = truth.dataset_docs[d];
   const uint64_t share = EpochShare(n, logical_shards, comm.size(), comm.rank());
-  const auto& done = checker.done()[d];
+  const auto& done = checker.begun()[d];
   std::vector<uint64_t> mine;
   if (done.size() >= (epoch + 1) * share) {
     mine.assign(done.begin() + epoch * share, done.begin() + (epoch + 1) * share);
   } else {
     ADD_FAILURE() << fmt::format(
-        "rank {} completed {} documents of dataset {}: fewer than {} "
+        "rank {} began {} documents of dataset {}: fewer than {} "
         "epochs of its share of {}",
         comm.rank(), done.size(), d, epoch + 1, share);
   }
@@ -349,13 +381,13 @@ TEST_F(LoaderTest, EveryDocumentOncePerEpochWithWeightsAndLogicalShards) {
     // Two epochs of every dataset and the first document of a third.
     Pull(loader, &checker, 5000, [&] {
       for (uint32_t d = 0; d < 3; ++d) {
-        if (checker.done()[d].size() <= 2 * shares[d]) return false;
+        if (checker.begun()[d].size() <= 2 * shares[d]) return false;
       }
       return true;
     });
     for (uint32_t d = 0; d < 3; ++d) {
       // Epoch 0 holds no repeat, and it ends where the first repeat can come at the earliest.
-      const auto& done = checker.done()[d];
+      const auto& done = checker.begun()[d];
       const std::set<uint64_t> first(done.begin(), done.begin() + std::min(shares[d], done.size()));
       EXPECT_EQ(first.size(), std::min(shares[d], done.size())) << "a repeat in epoch 0";
       for (uint64_t epoch : {0, 1}) {
@@ -399,8 +431,8 @@ TEST_F(LoaderTest, SameConfigSameBatchesAndEveryEpochItsOwnOrder) {
     StreamChecker checker(truth, config, loader.eos_id(), std::nullopt);
     const uint64_t share =
         EpochShare(truth.dataset_docs[0], logical_shards, comm_.size(), comm_.rank());
-    Pull(loader, &checker, 2000, [&] { return checker.done()[0].size() >= 2 * share; });
-    const auto& done = checker.done()[0];
+    Pull(loader, &checker, 2000, [&] { return checker.begun()[0].size() >= 2 * share; });
+    const auto& done = checker.begun()[0];
     if (done.size() >= 2 * share) {
       const std::vector<uint64_t> epoch0(done.begin(), done.begin() + share);
       const std::vector<uint64_t> epoch1(done.begin() + share, done.begin() + 2 * share);
@@ -465,7 +497,7 @@ TEST_F(LoaderTest, NeighbouringDocumentsShareAFileNoMoreOftenThanChance) {
     StreamChecker checker(truth, config, loader.eos_id(), std::nullopt);
     const uint64_t share =
         EpochShare(truth.docs.size(), logical_shards, comm_.size(), comm_.rank());
-    Pull(loader, &checker, 5000, [&] { return checker.done()[0].size() >= 5 * share; });
+    Pull(loader, &checker, 5000, [&] { return checker.begun()[0].size() >= 5 * share; });
     const auto& sequence = checker.sequence();
     std::set<uint32_t> first_files;
     for (size_t i = 0; i < std::min<size_t>(100, sequence.size()); ++i) {
@@ -640,7 +672,7 @@ TEST_F(LoaderTest, RowsAreTheStreamCutWithEmptyDocumentsSkippedAndLongOnesContin
     // Twice the whole dataset, framed: every rank gets through its share of an epoch.
     const uint64_t framed = total + truth.nonempty[0] * (c.bos ? 2 : 1);
     Pull(loader, &checker, 100000, [&] { return checker.tokens() >= 2 * framed; });
-    const std::vector<uint64_t> all = GatherAll(comm_, checker.done()[0]);
+    const std::vector<uint64_t> all = GatherAll(comm_, checker.begun()[0]);
     const std::set<uint64_t> delivered(all.begin(), all.end());
     std::set<uint64_t> nonempty;
     for (const auto& doc : truth.docs) {
@@ -737,7 +769,7 @@ TEST_F(LoaderTest, BoundaryFieldsFollowThePiecesEvenWhereADocumentHoldsTheEosId)
     const uint64_t share =
         EpochShare(truth.dataset_docs[0], config.logical_shards, comm_.size(), comm_.rank());
     bool broken = false;  // a failure is reported, never thrown: every rank reaches GatherAll
-    for (int n = 0; n < 100000 && !broken && checker.done()[0].size() < share; ++n) {
+    for (int n = 0; n < 100000 && !broken && checker.begun()[0].size() < share; ++n) {
       const std::optional<Batch> batch = loader.Next();
       checker.Add(*batch);
       broken = !CheckPieceTokens(truth, *batch, eos, bos, &eos_in_body);

@@ -1,7 +1,9 @@
 // Weights that change during a run (LoaderConfig::weight_schedule, Loader::SetWeights), at 1, 2
 // and 4 ranks, on a corpus of unique token values with three datasets:
-// - each rank's tokens follow the schedule through jumps and along a ramp: from each jump on, a
-//   dataset's tokens stay within a few documents of what the weights of their steps give it;
+// - each rank's tokens follow the schedule through jumps and along a ramp: a dataset's tokens
+//   stay within a few documents of what the weights of their steps give it, from step 0 on;
+// - a weight of 1e-9 gets no token over all ranks, and a weight ramped up from 0 starts when its
+//   share has earned a document;
 // - a resume on the same number of ranks goes on bit for bit when it falls before, at or after a
 //   jump, and in the middle of a ramp;
 // - over a chain of resumes on other rank counts that crosses a jump and a ramp, and changes the
@@ -14,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -59,6 +62,28 @@ double ScheduledWeight(const WeightSchedule& schedule, uint64_t step, uint32_t d
   return (1 - t) * normalized(k) + t * normalized(k + 1);
 }
 
+// A rank's tokens of each dataset and those the schedule's weights give it, batch by batch (each
+// batch's tokens at the weights of the step it was planned at).
+struct ScheduleCount {
+  std::vector<double> delivered = std::vector<double>(3, 0);
+  std::vector<double> owed = std::vector<double>(3, 0);
+
+  // Counts `batch`; false (reported) when a dataset strays beyond `bound` tokens.
+  bool Add(const Batch& batch, const WeightSchedule& schedule, double bound, int rank) {
+    const double tokens = static_cast<double>(batch.tokens.size());
+    for (uint32_t d = 0; d < 3; ++d) {
+      delivered[d] += static_cast<double>(batch.dataset_tokens[d]);
+      owed[d] += tokens * ScheduledWeight(schedule, batch.step - 1, d);
+      if (std::abs(delivered[d] - owed[d]) > bound) {
+        ADD_FAILURE() << "rank " << rank << ", dataset " << kNames[d] << " at step " << batch.step
+                      << ": " << delivered[d] << " tokens, the weights give " << owed[d];
+        return false;
+      }
+    }
+    return true;
+  }
+};
+
 class MixingTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -99,11 +124,11 @@ class MixingTest : public ::testing::Test {
   Truth truth_;
 };
 
-// From each jump (and the ramp's first step, where a and c are read again) on, per dataset: the
-// tokens delivered and the tokens the weights of their steps give it (each batch's tokens at the
-// weights of the step it was planned at). The mixer
-// keeps a dataset within one document ahead and one document of each other dataset behind; the
-// documents cut by a batch's end at either side of the window add one each.
+// From step 0 on, through the jumps and the ramp, per dataset: the tokens delivered and the
+// tokens the weights of their steps give it (each batch's tokens at the weights of the step it
+// was planned at). Nothing starts afresh: each rank's documents fall due by the clock of the
+// whole schedule (mixing/lane.h), within about a document of it; the documents cut by a batch's
+// end add one.
 TEST_F(MixingTest, TokensFollowTheScheduleThroughJumpsAndAlongARamp) {
   const LoaderConfig config = Config();
   Loader loader(MPI_COMM_WORLD, config);
@@ -111,20 +136,13 @@ TEST_F(MixingTest, TokensFollowTheScheduleThroughJumpsAndAlongARamp) {
   ExpectTokensMatchPieces(truth_, stream, loader);
   const WeightSchedule schedule = config.weight_schedule;
   const double bound = 5 * LongestDocument();
-  std::vector<double> delivered(3, 0), owed(3, 0), tail(3, 0);
+  ScheduleCount count;
+  std::vector<double> tail(3, 0);
   for (const Batch& batch : stream) {
-    const uint64_t step = batch.step - 1;                           // the step it was planned at
-    if (step == 40 || step == 100 || step == 130 || step == 131) {  // the deficits start afresh
-      std::fill(delivered.begin(), delivered.end(), 0.0);
-      std::fill(owed.begin(), owed.end(), 0.0);
-    }
-    const double tokens = static_cast<double>(batch.tokens.size());
-    for (uint32_t d = 0; d < 3; ++d) {
-      delivered[d] += static_cast<double>(batch.dataset_tokens[d]);
-      owed[d] += tokens * ScheduledWeight(schedule, step, d);
-      ASSERT_LE(std::abs(delivered[d] - owed[d]), bound)
-          << "rank " << comm_.rank() << ", dataset " << kNames[d] << " at step " << batch.step;
-      if (step >= 160) tail[d] += static_cast<double>(batch.dataset_tokens[d]);
+    const uint64_t step = batch.step - 1;  // the step it was planned at
+    if (!count.Add(batch, schedule, bound, comm_.rank())) break;
+    for (uint32_t d = 0; d < 3 && step >= 160; ++d) {
+      tail[d] += static_cast<double>(batch.dataset_tokens[d]);
     }
     // Weight 0 is never read: no document of a or c starts from step 100 to the ramp's start.
     for (const DocPiece& p : batch.pieces) {
@@ -139,6 +157,48 @@ TEST_F(MixingTest, TokensFollowTheScheduleThroughJumpsAndAlongARamp) {
   EXPECT_NEAR(tail[2] / all, 0.6, 0.03) << "rank " << comm_.rank();
   EXPECT_EQ(loader.step(), 220u);
   EXPECT_NEAR(loader.weights()[0], 0.4, 1e-12);
+}
+
+// A weight of 1e-9 beside three jumps and a ramp from 0 (mixing/mix_clock.h: nothing starts
+// afresh at a change): over all ranks together, c gets its share of the tokens within one
+// document (its share is far below one: no token), not a document a rank at every change; b,
+// ramped up from 0, starts on no rank before its share over all ranks has earned the document it
+// starts; every rank's tokens of a and b stay within a few documents of the clock throughout.
+TEST_F(MixingTest, ATinyWeightGetsItsShareOverAllRanksAndARampFromZeroStartsWhenEarned) {
+  const std::string tiny =
+      "0:a=1,c=0.000000001;30:a=1,b=0,c=0.000000001;~90:a=1,b=1,c=0.000000001;"
+      "100:a=3,b=1,c=0.000000001;140:a=1,b=3,c=0.000000001";
+  const LoaderConfig config = Config(tiny);
+  Loader loader(MPI_COMM_WORLD, config);
+  const Stream stream = Pull(loader, 180);
+  ExpectTokensMatchPieces(truth_, stream, loader);
+  const WeightSchedule schedule = config.weight_schedule;
+  const double step_tokens =
+      static_cast<double>(comm_.size() * config.batch_size * (config.seq_len + 1));
+  const double bound = 3 * LongestDocument();
+  ScheduleCount count;
+  double earned_b = 0;  // the clock of b over all ranks, by the end of the step
+  bool b_started = false;
+  for (const Batch& batch : stream) {
+    const uint64_t step = batch.step - 1;
+    earned_b += step_tokens * ScheduledWeight(schedule, step, 1);
+    for (const DocPiece& p : batch.pieces) {
+      if (p.dataset != 1 || p.first != 0 || b_started) continue;
+      b_started = true;
+      const double framed = static_cast<double>(truth_.length[1][p.doc] + 1);
+      EXPECT_GE(earned_b, framed) << "rank " << comm_.rank() << " started b at step " << step
+                                  << " before its share had earned the document";
+    }
+    if (!count.Add(batch, schedule, bound, comm_.rank())) break;
+  }
+  EXPECT_TRUE(b_started) << "rank " << comm_.rank() << ": b never started";
+  std::vector<double> c = {count.delivered[2], count.owed[2]};
+  comm_.SumInPlace(std::span<double>(c));
+  const double all_c = c[0], owed_c = c[1];
+  double longest_c = 0;
+  for (uint64_t n : truth_.length[2]) longest_c = std::max(longest_c, static_cast<double>(n + 1));
+  EXPECT_LE(all_c, owed_c + longest_c) << "c, of weight 1e-9, over all ranks";
+  EXPECT_EQ(all_c, 0.0) << "c's share of " << owed_c << " tokens is far below a document";
 }
 
 TEST_F(MixingTest, SameSizeResumeIsBitExactBeforeAtAndAfterAJumpAndInARamp) {

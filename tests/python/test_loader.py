@@ -68,10 +68,12 @@ def test_boundaries_follow_the_documents(corpus):
         assert int(lengths.max()) == batch["max_seqlen"]
         assert int(batch["cu_seqlens"][-1]) == inputs.numel()
         assert len(lengths) == int(segments.max(dim=1).values.sum())
-        # The label of an input that ends a document is masked: the next one's BOS.
-        labels_bos = batch["labels"] == 96001
-        assert torch.all(batch["loss_mask"][labels_bos] == 0)
-        assert torch.all(batch["loss_mask"][~labels_bos] == 1)
+        # The label of an input that ends a document's piece is masked: the next one's BOS, or
+        # the rest of a document that another one came before (mixing/lane.h) - a new segment.
+        masked = batch["loss_mask"] == 0
+        assert torch.equal(masked[:, :-1], first_of_segment[:, 1:])
+        assert torch.all(masked[batch["labels"] == 96001])
+        assert torch.all(batch["loss_mask"][~masked] == 1)
 
 
 def test_errors_are_raised_on_every_rank_with_one_message(corpus, shared_dir):

@@ -152,8 +152,9 @@ TEST(Boundaries, RestsOfDocumentsWithinRowsAfterARescale) {
     }
   }
   const RankState state = AssembleState(parts, 2, kPlannedShards, 1, 0);
-  ASSERT_GE(state.unfinished.size(), 2u) << "documents three ranks left unfinished";
-  RowPlanner planner(ConfigFor(corpus, weights, kPlannedShards, 1, 0, kRow), state, corpus.Locator());
+  ASSERT_GE(state.lane.open.size(), 2u) << "documents three ranks left unfinished";
+  RowPlanner planner(ConfigFor(corpus, weights, kPlannedShards, 1, 0, kRow), state,
+                     corpus.Locator());
   const Planned planned = Plan(planner, kRows);
   EXPECT_TRUE(std::any_of(planned.pieces.begin(), planned.pieces.end(), [](const DocPiece& p) {
     return p.row_offset > 0 && p.first > 0;

@@ -50,6 +50,8 @@ RankCheckpoint SomeCheckpoint() {
   c.rank = 1;
   c.run = "4f3a0c9be18d2a7755c0e3f1b6a98d12";
   c.state = StateAfterRows(corpus, 17);
+  c.state.step_tokens = 2 * 97;  // as the loader's RebaseClock leaves it
+  c.state.clock = {.step = 1, .earned = {120.5, 73.5}};
   return c;
 }
 
@@ -63,59 +65,94 @@ uint32_t VersionOf(const std::string& bytes) {
 
 TEST(CheckpointCodec, RoundTrips) {
   const RankCheckpoint c = SomeCheckpoint();
+  ASSERT_FALSE(c.state.lane.open.empty());  // a document cut by a row's end
+  ASSERT_GT(c.state.step_tokens, 0u);
   const std::string bytes = EncodeCheckpoint(c);
-  EXPECT_EQ(VersionOf(bytes), 3u);
+  EXPECT_EQ(VersionOf(bytes), 5u);
   EXPECT_EQ(DecodeCheckpoint(bytes, "f"), c);
   EXPECT_EQ(DecodeCheckpoint(bytes, "f").run, "4f3a0c9be18d2a7755c0e3f1b6a98d12");
   EXPECT_LT(bytes.size(), 400u);  // cursors, not tokens: a few bytes per logical shard
+  RankCheckpoint laid_out = c;
+  laid_out.layout = "tp=2,cp=1,dp=2,pp=1";
+  EXPECT_EQ(DecodeCheckpoint(EncodeCheckpoint(laid_out), "f"), laid_out);
 }
 
-// Version 4 is version 3 with the layout (a str) after the run identity, written only by a job
-// with a layout: the same checkpoint without one is exactly its version 3 file.
-TEST(CheckpointCodec, ALayoutIsVersion4AndItsAbsenceVersion3) {
+// The payload of a file of version 2, 3 or 4 (the mixer by deficits): `c` with its started tokens,
+// `deficit` for every dataset, its unfinished documents; version 2 without the run identity, 3
+// without the layout.
+std::string OldPayload(const RankCheckpoint& c, uint32_t version, double deficit = 0.5) {
+  FieldWriter w;
+  w.Str(c.identity.corpus_fingerprint);
+  w.U(c.identity.seed);
+  w.U(c.identity.logical_shards);
+  w.U(c.identity.seq_len);
+  w.S(c.identity.eos_id);
+  w.U(1);
+  w.S(*c.identity.bos_id);
+  w.U(c.identity.datasets.size());
+  for (const std::string& name : c.identity.datasets) w.Str(name);
+  w.U(c.world);
+  w.U(c.rank);
+  if (version >= 3) w.Str(c.run);
+  if (version >= 4) w.Str(c.layout);
+  for (double weight : c.weights) w.D(weight);
+  w.bytes() += EncodeMixSchedule(c.schedule);
+  const RankState& s = c.state;
+  for (uint64_t v : {s.step, s.generation, s.shards.begin, s.shards.end}) w.U(v);
+  for (uint64_t d = 0; d < s.datasets; ++d) {
+    w.U(s.lane.started[d]);
+    w.D(deficit);
+    w.U(s.interleave[d].cycle);
+    w.U(s.interleave[d].index);
+  }
+  for (uint64_t d = 0; d < s.datasets; ++d) {  // every cursor in the long form
+    ShardCursor previous;
+    for (uint64_t j = s.shards.begin; j < s.shards.end; ++j) {
+      const ShardCursor& cursor = s.cursor(j, static_cast<uint32_t>(d));
+      w.U(1);
+      w.S(static_cast<int64_t>(cursor.epoch - previous.epoch));
+      w.S(static_cast<int64_t>(cursor.position - previous.position));
+      w.U(cursor.offset);
+      previous = cursor;
+    }
+  }
+  w.U(s.unfinished.size());
+  for (const UnfinishedDoc& u : s.unfinished) {
+    w.U(u.dataset);
+    w.U(u.shard);
+  }
+  return std::move(w.bytes());
+}
+
+// A checkpoint as a file of version 2 to 4 held it: no clock, no open unit, a document cut by a
+// row's end unfinished at its cursor.
+RankCheckpoint OldCheckpoint() {
   RankCheckpoint c = SomeCheckpoint();
-  c.layout = "tp=2,cp=1,dp=2,pp=1";
-  const std::string v4 = EncodeCheckpoint(c);
-  EXPECT_EQ(VersionOf(v4), 4u);
-  EXPECT_EQ(DecodeCheckpoint(v4, "f"), c);
-  std::string payload = v4.substr(20, v4.size() - 28);
-  const std::string field = "\x13" + c.layout;  // length 19, then the text
-  const size_t at = payload.find(field);
-  ASSERT_NE(at, std::string::npos);
-  payload.erase(at, field.size());
-  RankCheckpoint flat = c;
-  flat.layout.clear();
-  EXPECT_EQ(FrameFile("STOKERCK", 3, payload), EncodeCheckpoint(flat));
+  c.state.lane.open.clear();
+  c.state.step_tokens = 0;
+  c.state.clock = {};
+  const uint64_t shard = c.state.shards.begin + 2;
+  c.state.cursor(shard, 1).offset = 9;
+  c.state.unfinished = {{1, shard}};
+  return c;
 }
 
-// Version 3 is version 2 with the run identity (a str) after the rank: the same file without it,
-// framed as version 2, reads as the same checkpoint without a run identity, and a checkpoint
-// without one encodes as exactly that file.
-TEST(CheckpointCodec, AVersion2FileWithoutRunIdentityIsRead) {
-  const RankCheckpoint c = SomeCheckpoint();
-  const std::string v3 = EncodeCheckpoint(c);
-  std::string payload = v3.substr(20, v3.size() - 28);
-  FieldWriter head;  // the fields before the run identity: the order identity, world and rank
-  head.Str(c.identity.corpus_fingerprint);
-  head.U(c.identity.seed);
-  head.U(c.identity.logical_shards);
-  head.U(c.identity.seq_len);
-  head.S(c.identity.eos_id);
-  head.U(1);
-  head.S(*c.identity.bos_id);
-  head.U(c.identity.datasets.size());
-  for (const std::string& name : c.identity.datasets) head.Str(name);
-  head.U(c.world);
-  head.U(c.rank);
-  const size_t at = head.bytes().size();
-  ASSERT_EQ(payload.substr(0, at), head.bytes());
-  ASSERT_EQ(payload.substr(at, 33), "\x20" + c.run);  // length 32, then the digits
-  payload.erase(at, 33);
-  const std::string v2 = FrameFile("STOKERCK", 2, payload);
-  RankCheckpoint without = c;
-  without.run.clear();
-  EXPECT_EQ(DecodeCheckpoint(v2, "v2"), without);
-  EXPECT_EQ(EncodeCheckpoint(without), v2);
+// Versions 2 to 4 are read as a state of lanes would hold them: the started tokens kept, the
+// deficits dropped, the unfinished documents left for the planner to open, no clock.
+TEST(CheckpointCodec, Versions2To4AreReadWithoutTheirDeficits) {
+  RankCheckpoint c = OldCheckpoint();
+  c.layout = "tp=2,cp=1,dp=2,pp=1";
+  EXPECT_EQ(DecodeCheckpoint(FrameFile("STOKERCK", 4, OldPayload(c, 4)), "v4"), c);
+  c.layout.clear();
+  EXPECT_EQ(DecodeCheckpoint(FrameFile("STOKERCK", 3, OldPayload(c, 3)), "v3"), c);
+  c.run.clear();
+  const std::string v2 = FrameFile("STOKERCK", 2, OldPayload(c, 2, 0.0));
+  EXPECT_EQ(DecodeCheckpoint(v2, "v2"), c);
+  // Without a run identity (resharded from such a file) it is written as version 2 again.
+  EXPECT_EQ(VersionOf(EncodeCheckpoint(c)), 2u);
+  EXPECT_EQ(DecodeCheckpoint(EncodeCheckpoint(c), "again"), c);
+  const std::string nan = FrameFile("STOKERCK", 2, OldPayload(c, 2, std::nan("")));
+  EXPECT_THROW(DecodeCheckpoint(nan, "f"), DataError);
 }
 
 TEST(CheckpointCodec, ARunIdentityThatIsNot32HexDigitsIsRefused) {
@@ -128,7 +165,7 @@ TEST(CheckpointCodec, ARunIdentityThatIsNot32HexDigitsIsRefused) {
     std::string bad = payload;
     bad.replace(at - 1, 33, static_cast<char>(run.size()) + run);
     try {
-      DecodeCheckpoint(FrameFile("STOKERCK", 3, bad), "rank-1.ckpt");
+      DecodeCheckpoint(FrameFile("STOKERCK", 5, bad), "rank-1.ckpt");
       ADD_FAILURE() << "run identity \"" << run << "\" was accepted";
     } catch (const DataError& e) {
       EXPECT_NE(std::string(e.what()).find("a run identity that is not 32 hex digits"),
@@ -200,17 +237,19 @@ TEST(CheckpointCodec, AScheduleOfABadShapeIsRefused) {
                          {.step = 7, .ramp = true, .weights = {1, 0}}}));
 }
 
-TEST(CheckpointCodec, ADeficitThatIsNoNumberOrAnUnknownVersionIsRefused) {
+TEST(CheckpointCodec, AClockOfNoCountOrAnUnknownVersionIsRefused) {
   RankCheckpoint c = SomeCheckpoint();
-  c.state.deficit[1] = std::numeric_limits<double>::infinity();
+  c.state.clock = {.step = 3, .earned = {1.0, -std::numeric_limits<double>::infinity()}};
+  EXPECT_THROW(DecodeCheckpoint(EncodeCheckpoint(c), "f"), DataError);
+  c.state.clock = {.step = c.state.step + 1, .earned = {1.0, 2.0}};  // after the state's step
   EXPECT_THROW(DecodeCheckpoint(EncodeCheckpoint(c), "f"), DataError);
   const std::string good = EncodeCheckpoint(SomeCheckpoint());
-  const std::string v5 = FrameFile("STOKERCK", 5, good.substr(20, good.size() - 28));
+  const std::string v6 = FrameFile("STOKERCK", 6, good.substr(20, good.size() - 28));
   try {
-    DecodeCheckpoint(v5, "f");
-    ADD_FAILURE() << "version 5 was accepted";
+    DecodeCheckpoint(v6, "f");
+    ADD_FAILURE() << "version 6 was accepted";
   } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("format version 5 (this stoker reads 1 to 4)"),
+    EXPECT_NE(std::string(e.what()).find("format version 6 (this stoker reads 1 to 5)"),
               std::string::npos)
         << e.what();
   }

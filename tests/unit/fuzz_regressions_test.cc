@@ -69,13 +69,15 @@ TEST(FuzzRegressionsTest, CheckpointSeedsAreValidFiles) {
   EXPECT_GE(seeds, 6u);
 }
 
-// Format version 1 (before weight schedules) is still read: its weights from step 0 on, the
-// mixer's deficits at 0. Version 2 keeps the schedule it ran under. Neither has a run identity.
+// Format version 1 (before weight schedules) is still read: its weights from step 0 on, no clock
+// (the planner starts one). Version 2 keeps the schedule it ran under. Neither has a run
+// identity.
 TEST(FuzzRegressionsTest, CheckpointFormatVersions1And2AreRead) {
   const fs::path dir = fs::path(STOKER_SOURCE_DIR) / "tests/fuzz/corpus/checkpoint";
   const RankCheckpoint v1 = DecodeCheckpoint(SeedFile(dir / "run-step9-rank1-of-3-weights"), "v1");
   EXPECT_EQ(v1.schedule, MixSchedule::Constant(v1.weights));
-  EXPECT_EQ(v1.state.deficit, std::vector<double>(v1.state.datasets, 0.0));
+  EXPECT_EQ(v1.state.step_tokens, 0u);
+  EXPECT_EQ(v1.state.lane.started.size(), v1.state.datasets);
   EXPECT_TRUE(v1.run.empty());
   const RankCheckpoint v2 = DecodeCheckpoint(SeedFile(dir / "run-schedule-rank0-of-2"), "v2");
   ASSERT_EQ(v2.schedule.entries().size(), 3u);  // "0:a=1,b=1;5:a=3;~20:b=1"
@@ -96,6 +98,26 @@ TEST(FuzzRegressionsTest, CheckpointFormatVersion3CarriesTheRunIdentity) {
   EXPECT_EQ(DecodeCheckpoint(EncodeCheckpoint(r1), "again"), r1);
 }
 
+// Version 5 holds the lanes' state: `stoker run` on 2 ranks, weights a=3,b=1, saved at step 6
+// with documents of a open; the clock of 2 x 2 x 32 tokens a step from step 0.
+TEST(FuzzRegressionsTest, CheckpointFormatVersion5HoldsTheLanes) {
+  const fs::path dir = fs::path(STOKER_SOURCE_DIR) / "tests/fuzz/corpus/checkpoint";
+  size_t open = 0;
+  for (const char* name : {"run-lanes-rank0-of-2", "run-lanes-rank1-of-2"}) {
+    const RankCheckpoint c = DecodeCheckpoint(SeedFile(dir / name), name);
+    EXPECT_EQ(c.state.step, 6u);
+    EXPECT_EQ(c.state.step_tokens, 128u);
+    EXPECT_TRUE(c.state.unfinished.empty());
+    for (const OpenUnit& unit : c.state.lane.open) {
+      EXPECT_LT(unit.done, unit.unit.dealt.size);
+      EXPECT_EQ(unit.unit.dealt.lane, c.rank);
+    }
+    open += c.state.lane.open.size();
+    EXPECT_EQ(DecodeCheckpoint(EncodeCheckpoint(c), "again"), c);
+  }
+  EXPECT_GE(open, 1u);
+}
+
 RankCheckpoint OneShardCheckpoint() {
   RankCheckpoint c;
   c.identity.logical_shards = 2;
@@ -106,8 +128,9 @@ RankCheckpoint OneShardCheckpoint() {
   c.state.datasets = 1;
   c.state.shards = {0, 2};
   c.state.cursors.resize(2);
-  c.state.delivered.resize(1);
-  c.state.deficit.resize(1);
+  c.state.lane.dealers.resize(1);
+  c.state.lane.started.resize(1);
+  c.state.lane.earlier.resize(1);
   c.state.interleave.resize(1);
   return c;
 }

@@ -64,7 +64,7 @@ TEST(LaneCodec, ALanesStateReadsBackEqual) {
   EXPECT_EQ(Decode(Encode(state)), state);
   const LaneState empty{.dealers = {FirstDealerState(kLanes), FirstDealerState(kLanes)}};
   LaneState expected = empty;
-  expected.walked = {0, 0};
+  expected.started = {0, 0};
   expected.earlier.resize(2);
   EXPECT_EQ(Decode(Encode(empty)), expected);
 }

@@ -12,7 +12,9 @@ TEST(LoaderState, InitialStateOwnsTheRanksShardsAtTheirStart) {
   const RankState s = InitialRankState(3, 10, 4, 1);
   EXPECT_EQ(s.shards, OwnedLogicalShards(10, 4, 1));
   EXPECT_EQ(s.cursors.size(), s.shards.size() * 3);
-  EXPECT_EQ(s.delivered, std::vector<uint64_t>(3, 0));
+  EXPECT_EQ(s.lane.started, std::vector<uint64_t>(3, 0));
+  EXPECT_EQ(s.lane.dealers.size(), 3u);  // every dataset walked
+  EXPECT_EQ(s.step_tokens, 0u);          // no clock yet
   EXPECT_EQ(s.interleave.size(), 3u);
   EXPECT_EQ(s.step, 0u);
   EXPECT_TRUE(s.unfinished.empty());
@@ -32,15 +34,17 @@ TEST(LoaderState, ADeltaSetsWhatItTouchedAndThePerRankParts) {
   StateDelta delta;
   delta.cursors = {{2 * 2 + 1, ShardCursor{0, 4, 17}}};
   delta.step = 12;
-  delta.delivered = {100, 50};
-  delta.deficit = {-12.5, 12.5};
+  delta.lane.started = {100, 50};
+  delta.lane.open = {{.unit = {.dataset = 1, .dealt = {.position = 2, .size = 40}}, .done = 17}};
   delta.interleave = {{1, 2}, {0, 3}};
   delta.unfinished = {{1, 2}};
   RankState expected = s;
   expected.cursor(2, 1) = {0, 4, 17};
   expected.step = 12;
-  expected.delivered = {100, 50};
-  expected.deficit = {-12.5, 12.5};
+  expected.lane.started = {100, 50};
+  expected.lane.open = delta.lane.open;
+  expected.lane.dealers.clear();
+  expected.lane.earlier.clear();
   expected.interleave = {{1, 2}, {0, 3}};
   expected.unfinished = {{1, 2}};
   ApplyDelta(delta, &s);

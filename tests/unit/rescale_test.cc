@@ -47,15 +47,6 @@ std::vector<RankState> Stream(const FakeCorpus& corpus, const MixSchedule& sched
   return states;
 }
 
-// Per dataset, the deficits of every rank summed.
-std::vector<double> DeficitTotals(const std::vector<RankState>& states) {
-  std::vector<double> totals(states.front().datasets, 0.0);
-  for (const RankState& s : states) {
-    for (size_t d = 0; d < totals.size(); ++d) totals[d] += s.deficit[d];
-  }
-  return totals;
-}
-
 MixSchedule Constant(const std::vector<double>& weights) {
   return MixSchedule::Constant(MixSchedule::Normalized(weights));
 }
@@ -77,7 +68,8 @@ std::vector<RankState> Rescale(const std::vector<RankState>& old, uint64_t new_w
 
 std::vector<RankState> Fresh(uint64_t world, uint64_t datasets) {
   std::vector<RankState> states;
-  for (uint64_t r = 0; r < world; ++r) states.push_back(InitialRankState(datasets, kShards, world, r));
+  for (uint64_t r = 0; r < world; ++r)
+    states.push_back(InitialRankState(datasets, kShards, world, r));
   return states;
 }
 
@@ -88,17 +80,24 @@ void ExpectExactlyOnceAcross(const std::vector<uint64_t>& worlds, const std::vec
   std::vector<RankState> states = Fresh(worlds[0], 3);
   for (size_t i = 0; i < worlds.size(); ++i) {
     if (i > 0) {
-      uint64_t before = 0, after = 0;
-      const std::vector<double> owed_before = DeficitTotals(states);
-      for (const auto& s : states) for (uint64_t v : s.delivered) before += v;
-      states = Rescale(states, worlds[i], 3);
-      for (const auto& s : states) for (uint64_t v : s.delivered) after += v;
-      EXPECT_EQ(before, after) << "mixing counters must be kept";
-      const std::vector<double> owed_after = DeficitTotals(states);
-      for (int d = 0; d < 3; ++d) {  // split with the shards and summed: each total is kept
-        EXPECT_NEAR(owed_after[d], owed_before[d], 1e-9 * (1 + std::abs(owed_before[d])));
+      std::vector<uint64_t> before(3), after(3);
+      size_t open_before = 0, open_after = 0;
+      for (const auto& s : states) {
+        for (int d = 0; d < 3; ++d) before[d] += s.lane.started[d];
+        open_before += s.lane.open.size();
       }
-      for (const auto& s : states) EXPECT_EQ(s.generation, i);
+      const ClockBase clock = states.front().clock;
+      states = Rescale(states, worlds[i], 3);
+      for (const auto& s : states) {
+        for (int d = 0; d < 3; ++d) after[d] += s.lane.started[d];
+        open_after += s.lane.open.size();
+      }
+      EXPECT_EQ(before, after) << "the started tokens are split, each total kept";
+      EXPECT_EQ(open_before, open_after) << "every open document goes on somewhere";
+      for (const auto& s : states) {
+        EXPECT_EQ(s.generation, i);
+        EXPECT_EQ(s.clock, clock);
+      }
     }
     states = Stream(corpus, schedule, states, i + 1 < worlds.size() ? rows[i] : -1, &counter);
   }
@@ -126,21 +125,40 @@ TEST(Rescale, ExactlyOnceAcrossWorldSizesWhileTheWeightsChange) {
   ExpectExactlyOnceAcross({1, 61, 1}, {100, 3}, schedule);
 }
 
-// A deficit goes with the shards: each part takes its share, the new rank the sum.
-TEST(Rescale, DeficitsAreSplitWithTheShards) {
+// An open document goes with its logical shard, to the lane that owns it, in (old rank, old
+// order) order (the lane orders them by its clock); the clock goes to every part as it was.
+TEST(Rescale, OpenDocumentsGoWithTheirShards) {
   RankState old = InitialRankState(2, kShards, 1, 0);
-  old.deficit = {-61.0, 61.0};
+  old.clock = {.step = 7, .earned = {10.5, 20.25}};
+  old.step_tokens = 640;
+  old.step = 9;
+  const auto open = [](uint32_t dataset, uint64_t shard, double due) {
+    return OpenUnit{.unit = {.dataset = dataset,
+                             .dealt = {.position = shard, .unit = shard * 3, .size = 50},
+                             .due = due},
+                    .done = 20};
+  };
+  old.lane.open = {open(0, 60, 8.5), open(1, 2, 9.0), open(1, 59, 9.5)};
   const std::vector<RescalePart> parts = SplitState(old, 0, kShards, 2);
   ASSERT_EQ(parts.size(), 2u);
-  const double share = static_cast<double>(parts[0].shards.size()) / kShards;
-  EXPECT_DOUBLE_EQ(parts[0].deficit[1], 61.0 * share);
-  EXPECT_DOUBLE_EQ(parts[1].deficit[1], 61.0 * (1 - share));
   EXPECT_EQ(DecodeRescalePart(EncodeRescalePart(parts[1])), parts[1]);
   const std::vector<RankState> two = Rescale({old}, 2, 2);
-  EXPECT_EQ(two[0].deficit, parts[0].deficit);
-  const RankState back = Rescale(two, 1, 2).front();
-  EXPECT_NEAR(back.deficit[0], -61.0, 1e-12);
-  EXPECT_NEAR(back.deficit[1], 61.0, 1e-12);
+  ASSERT_EQ(two[0].lane.open.size(), 1u);
+  EXPECT_EQ(two[0].lane.open[0].unit.dealt.position, 2u);
+  ASSERT_EQ(two[1].lane.open.size(), 2u);
+  EXPECT_EQ(two[1].lane.open[0].unit.dealt.position, 60u);
+  EXPECT_EQ(two[1].lane.open[1].unit.dealt.position, 59u);
+  EXPECT_EQ(two[1].lane.open[1].unit.dealt.lane, 1u);  // now lane 1's
+  EXPECT_EQ(two[1].lane.open[1].done, 20u);
+  for (const RankState& s : two) {
+    EXPECT_EQ(s.clock, old.clock);
+    EXPECT_EQ(s.step_tokens, 640u);
+  }
+  std::vector<RescalePart> clash = SplitState(two[1], 1, kShards, 1);
+  clash[0].step_tokens = 320;
+  std::vector<RescalePart> all = SplitState(two[0], 0, kShards, 1);
+  all.push_back(clash[0]);
+  EXPECT_THROW(AssembleState(all, 2, kShards, 1, 0), DataError);  // clocks differ
 }
 
 TEST(Rescale, SameWorldKeepsEveryShardAndCounter) {
@@ -151,6 +169,8 @@ TEST(Rescale, SameWorldKeepsEveryShardAndCounter) {
   for (uint64_t r = 0; r < 3; ++r) {
     EXPECT_EQ(again[r].cursors, states[r].cursors);
     EXPECT_EQ(again[r].unfinished, states[r].unfinished);
+    EXPECT_EQ(again[r].lane.open, states[r].lane.open);
+    EXPECT_EQ(again[r].lane.started, states[r].lane.started);
     EXPECT_EQ(again[r].step, states[r].step);
   }
 }
@@ -161,10 +181,10 @@ TEST(Rescale, MissingOrDuplicatedShardsAreRefused) {
   auto b = SplitState(states[1], 1, kShards, 1);
   ASSERT_EQ(a.size(), 1u);
   ASSERT_EQ(b.size(), 1u);
-  EXPECT_THROW(AssembleState({a[0]}, 1, kShards, 1, 0), DataError);          // rank 1 missing
+  EXPECT_THROW(AssembleState({a[0]}, 1, kShards, 1, 0), DataError);              // rank 1 missing
   EXPECT_THROW(AssembleState({a[0], a[0], b[0]}, 1, kShards, 1, 0), DataError);  // twice
   b[0].step = 99;
-  EXPECT_THROW(AssembleState({a[0], b[0]}, 1, kShards, 1, 0), DataError);   // steps differ
+  EXPECT_THROW(AssembleState({a[0], b[0]}, 1, kShards, 1, 0), DataError);  // steps differ
 }
 
 }  // namespace

@@ -20,7 +20,6 @@ using testing::ConfigFor;
 using testing::EpochZeroCounter;
 using testing::FakeCorpus;
 
-
 // Runs every rank of a world until all its shards are past epoch 0, counting every framed token
 // of epoch 0 it delivers.
 EpochZeroCounter CountEpochZero(const FakeCorpus& corpus, const std::vector<double>& weights,
@@ -132,6 +131,49 @@ TEST(RowPlanner, ARankFinishesEachEpochBeforeStartingTheNext) {
   }
 }
 
+// A state of format 1 to 4 holds a document cut by a row's end at its cursor (offset > 0): the
+// planner opens it, and its rest is delivered once, from where it stood, with every other token
+// of the epoch once; the state after holds it as an open unit, its cursor past it.
+TEST(RowPlanner, ADocumentLeftUnfinishedTheOldWayGoesOnWhereItStood) {
+  const FakeCorpus corpus = FakeCorpus::Make({300, 200}, 5, 40);
+  const PlannerConfig config = ConfigFor(corpus, {1, 1}, 8, 2, 1);
+  RankState old = InitialRankState(2, 8, 2, 1);
+  const uint64_t shard = old.shards.begin + 1;
+  old.cursor(shard, 1).offset = 4;
+  old.unfinished = {{1, shard}};
+  old.lane.started[1] = 1000;  // as a version 4 file counted it
+  EpochZeroCounter counter(corpus);
+  RowPlanner planner(config, old, corpus.Locator());
+  std::vector<Segment> row;
+  planner.NextRow(&row);
+  ASSERT_FALSE(row.empty());
+  EXPECT_EQ(row[0].dataset, 1u);
+  EXPECT_EQ(row[0].shard, shard);
+  EXPECT_EQ(row[0].first, 4u);
+  const uint64_t doc = row[0].doc;
+  EXPECT_TRUE(planner.state().unfinished.empty());
+  EXPECT_GE(planner.state().cursor(shard, 1).position, 1u);  // passed when it was opened
+  counter.Add(row);
+  for (int i = 1; !AllPastEpoch(planner.state(), config, 0); ++i) {
+    ASSERT_LT(i, 100000);
+    planner.NextRow(&row);
+    counter.Add(row);
+    planner.EndBatch();
+  }
+  // Rank 0 delivers its share of epoch 0, and tokens 0-3 of the document came before the save:
+  // then every framed token of epoch 0 came once.
+  RowPlanner rank0(ConfigFor(corpus, {1, 1}, 8, 2, 0), InitialRankState(2, 8, 2, 0),
+                   corpus.Locator());
+  while (!AllPastEpoch(rank0.state(), config, 0)) {
+    rank0.NextRow(&row);
+    counter.Add(row);
+    rank0.EndBatch();
+  }
+  const Segment before{.dataset = 1, .doc = doc, .first = 0, .count = 4};
+  counter.Add({before});
+  counter.ExpectExactlyOnce({1, 1});
+}
+
 TEST(RowPlanner, DeltasRebuildTheState) {
   const FakeCorpus corpus = FakeCorpus::Make({600, 900}, 7);
   const std::vector<double> weights = {1, 1};
@@ -210,6 +252,7 @@ TEST(RowPlanner, EmptyDocumentsNeverTakeADatasetOutOfTheMix) {
           ASSERT_LT(rows, 200000) << "e stopped at epoch " << LeastEpoch(planner, 0);
           if (rows == 150) resumed.emplace(config, planner.state(), corpus.Locator());
           planner.NextRow(&row);
+          planner.EndBatch();  // a step of one row
           for (const Segment& s : row) tokens[s.dataset] += s.count;
           const double deviation = std::abs(static_cast<double>(tokens[0]) -
                                             static_cast<double>(tokens[0] + tokens[1]) / 2);
@@ -217,6 +260,7 @@ TEST(RowPlanner, EmptyDocumentsNeverTakeADatasetOutOfTheMix) {
               << "row " << rows << ": e " << tokens[0] << " tokens, b " << tokens[1];
           if (!resumed) continue;
           resumed->NextRow(&resumed_row);
+          resumed->EndBatch();
           ExpectSameRows(row, resumed_row);
         }
         EXPECT_EQ(resumed->state(), planner.state());
@@ -238,7 +282,7 @@ TEST(RowPlanner, LookAheadNamesTheDocumentsEachDatasetVisitsNext) {
   RowPlanner planner(config, InitialRankState(3, 20, 3, 1), corpus.Locator());
   std::vector<Segment> row;
   for (int i = 0; i < 37; ++i) planner.NextRow(&row);
-  ASSERT_FALSE(planner.state().unfinished.empty()) << "pick another row count";
+  ASSERT_FALSE(planner.state().lane.open.empty()) << "pick another row count";
   EXPECT_FALSE(planner.reads(2));  // weight 0
   EXPECT_TRUE(planner.has_documents(2));
 
