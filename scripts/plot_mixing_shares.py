@@ -1,11 +1,11 @@
-"""Plots how closely stoker's mixer follows a weight schedule: docs/mixing_shares.svg.
+"""Plots how closely stoker's mixing follows a weight schedule: docs/mixing_shares.svg.
 
 Makes a corpus of datasets web, code and math (`stoker synth`), runs `stoker run
 --weights-schedule SCHEDULE --dump DIR` for 900 steps at 1 and at 4 ranks, cuts each rank's
 pieces (DIR/rank-<r>.pieces) into batches and plots per dataset the share of the tokens of every
 25 steps (all ranks), the schedule's weights dashed. Prints the largest gap between such a share
 and the weights in each part of the schedule, and between one rank's tokens of a dataset since
-the last jump and what the weights give it. From the checkout, after the build (seconds; OUT
+step 0 and what the weights give it. From the checkout, after the build (seconds; OUT
 defaults to docs/mixing_shares.svg, STOKER to build/stoker):
 
     /usr/bin/python3 scripts/plot_mixing_shares.py [OUT]
@@ -62,12 +62,10 @@ def tokens_per_step(dump, rank):
 
 
 def rank_gap(tokens, entries):
-    """The largest gap, in tokens, between one rank's tokens of a dataset since the last jump
-    and what the weights of those steps give it."""
-    jumps, gap = {e[0] for e in entries if not e[1]}, 0
+    """The largest gap, in tokens, between one rank's tokens of a dataset since step 0 and what
+    the weights of those steps give it (the clock starts afresh nowhere: mixing/mix_clock.h)."""
+    delivered, owed, gap = [0] * len(NAMES), [0.0] * len(NAMES), 0
     for step, row in enumerate(tokens):
-        if step in jumps:
-            delivered, owed = [0] * len(NAMES), [0.0] * len(NAMES)
         for d, w in enumerate(weights_at(entries, step)):
             delivered[d] += row[d]
             owed[d] += w * sum(row)
@@ -95,7 +93,7 @@ def report(ranks, rows, each, entries):
                             for d, (m, w) in enumerate(zip(shares, weights)))
         print(f"{ranks} rank(s), steps {begin}-{end - 1}: largest gap {gap:.4f} "
               f"({NAMES[d]}, steps {first}-{first + WINDOW - 1})")
-    print(f"{ranks} rank(s): largest gap of a rank's tokens of a dataset since the last jump: "
+    print(f"{ranks} rank(s): largest gap of a rank's tokens of a dataset since step 0: "
           f"{max(rank_gap(t, entries) for t, _ in each):.0f}; longest document delivered: "
           f"{max(n for _, n in each)} framed tokens")
 
