@@ -69,7 +69,10 @@ Lane::Lane(uint32_t lane, uint32_t lanes, std::vector<LaneDataset> datasets, con
 Lane::Ahead Lane::LookAhead(uint32_t d) {
   const size_t i = Read(d);
   STOKER_ASSERT(i < read_.size() && dealers_[i], "looking ahead in dataset {}, not dealt here", d);
-  if (!ahead_[i]) ahead_[i] = *dealers_[i];  // before the lane's next unit of d
+  if (!ahead_[i] || ahead_visits_[i] < visits_[d]) {  // from the lane's next unit of d
+    ahead_[i] = *dealers_[i];
+    ahead_visits_[i] = visits_[d];
+  }
   Dealer& dealer = *ahead_[i];
   while (dealer.NextLane() != lane_) dealer.Next();
   return {.visit = ahead_visits_[i]++, .unit = dealer.Next()};

@@ -123,10 +123,10 @@ class Lane {
   const LaneState& state() const;
 
   // The units of dealt dataset `d` this lane will start, in order (it starts a dataset's units in
-  // stream order): each call returns the one after the previous call's, the first call the
-  // lane's next unit of `d`. `visit` counts the lane's units of `d` from construction on, so the
-  // unit is needed once visits(d) > visit. For reading document offsets ahead. The first call for
-  // a dataset copies its dealer.
+  // stream order): each call returns the one after the previous call's, or the lane's next unit
+  // of `d` on the first call and once the lane has started what the calls returned. `visit` counts
+  // the lane's units of `d` from construction on, so the unit is needed once visits(d) > visit. For
+  // reading document offsets ahead. The first call for a dataset copies its dealer.
   struct Ahead {
     uint64_t visit = 0;
     Dealt unit;

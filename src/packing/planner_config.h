@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ struct PlannerDataset {
   std::string name;
   uint64_t docs = 0;
   uint64_t tokens = 0;  // of all its documents, unframed
+  // Set for a dataset dealt to the ranks (mixing/lane.h): every document's framed tokens, the
+  // same on every rank; else each rank walks its logical shards.
+  std::shared_ptr<const std::vector<uint64_t>> sizes;
 };
 
 struct PlannerConfig {

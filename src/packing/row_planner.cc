@@ -49,9 +49,18 @@ void RowPlanner::Begin() {
   std::vector<LaneDataset> datasets;
   for (uint32_t d = 0; d < n; ++d) {
     const PlannerDataset& dataset = config_.datasets[d];
-    datasets.push_back({.walked = shards_.has_documents(d),
-                        .tokens = dataset.tokens + dataset.docs * extra_,
-                        .tie = DeriveKey(0, "tie:" + dataset.name)});
+    LaneDataset& lane = datasets.emplace_back();
+    lane.tie = DeriveKey(0, "tie:" + dataset.name);
+    if (dataset.sizes) {
+      lane.sizes = *dataset.sizes;
+      lane.key = DeriveKey(config_.seed, "deal:" + dataset.name);
+      if (s.lane.dealers[d].loads.empty()) {
+        s.lane.dealers[d] = FirstDealerState(static_cast<uint32_t>(config_.world));
+      }
+    } else {
+      lane.walked = shards_.has_documents(d);
+      lane.tokens = dataset.tokens + dataset.docs * extra_;
+    }
   }
   lane_.emplace(static_cast<uint32_t>(config_.rank), static_cast<uint32_t>(config_.world),
                 std::move(datasets), clock_, s.lane, &units_);
@@ -111,9 +120,13 @@ void RowPlanner::NextRow(std::vector<Segment>* row) {
 }
 
 RowPlanner::Ahead RowPlanner::LookAhead(uint32_t dataset) {
-  STOKER_ASSERT(shards_.has_documents(dataset),
-                "looking ahead in dataset {}, which has no documents here", dataset);
+  STOKER_ASSERT(has_documents(dataset), "looking ahead in dataset {}, which has no documents here",
+                dataset);
   Begin();
+  if (config_.datasets[dataset].sizes) {  // dealt: the lane's own next units
+    const Lane::Ahead next = lane_->LookAhead(dataset);
+    return {next.visit, next.unit.unit};
+  }
   if (!ahead_started_) {
     ahead_ = walk_;
     ahead_started_ = true;
@@ -123,7 +136,7 @@ RowPlanner::Ahead RowPlanner::LookAhead(uint32_t dataset) {
     const uint64_t shard = shards_.NextShard(ahead_.state, ahead_.position, dataset);
     const Ahead next{visit, shards_.DocumentAt(ahead_.state, shard, dataset)};
     shards_.Advance(ahead_.state, ahead_.position, shard, dataset);
-    if (next.visit >= walk_.position.visits[dataset]) return next;
+    if (next.visit >= walk_.position.visits[dataset]) return next;  // the lane's visits too
   }
 }
 

@@ -13,6 +13,9 @@
 // nothing is due. Within a dataset, the documents come from the rank's walk through its logical
 // shards (packing/shard_walk.h), which wraps each shard to its next epoch on its own: a small
 // dataset with a large weight is upsampled. A document's shard cursor passes it when it starts.
+// A dataset given its documents' sizes (PlannerDataset::sizes) is dealt instead: its stream of
+// documents, epoch after epoch, is dealt to the ranks (order/dealer.h), so that its epochs are
+// the dataset's over all ranks.
 // Empty documents are passed over, into the next epochs if a rank's share of an epoch holds no
 // other: a dataset of positive weight is never given up while it has a non-empty document.
 //
@@ -81,13 +84,14 @@ class RowPlanner {
   };
   Ahead LookAhead(uint32_t dataset);
   // Documents of `dataset` the planner has visited since construction.
-  uint64_t visits(uint32_t dataset) const { return walk_.position.visits[dataset]; }
-  // Whether the dataset has documents on this rank's shards.
-  bool has_documents(uint32_t dataset) const { return shards_.has_documents(dataset); }
-  // Whether the dataset is read at the current step: documents and a positive weight.
-  bool reads(uint32_t dataset) const {
-    return weights_[dataset] > 0 && shards_.has_documents(dataset);
+  uint64_t visits(uint32_t dataset) const { return lane_ ? lane_->visits(dataset) : 0; }
+  // Whether the dataset has documents for this rank: dealt, or on its logical shards.
+  bool has_documents(uint32_t dataset) const {
+    return config_.datasets[dataset].sizes ? !config_.datasets[dataset].sizes->empty()
+                                           : shards_.has_documents(dataset);
   }
+  // Whether the dataset is read at the current step: documents and a positive weight.
+  bool reads(uint32_t dataset) const { return weights_[dataset] > 0 && has_documents(dataset); }
 
   const RankState& state() const { return walk_.state; }
   const PlannerConfig& config() const { return config_; }

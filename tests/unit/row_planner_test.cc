@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -172,6 +174,62 @@ TEST(RowPlanner, ADocumentLeftUnfinishedTheOldWayGoesOnWhereItStood) {
   const Segment before{.dataset = 1, .doc = doc, .first = 0, .count = 4};
   counter.Add({before});
   counter.ExpectExactlyOnce({1, 1});
+}
+
+// A dataset dealt to the ranks (PlannerDataset::sizes): 14 documents at weight 0.5 beside 3,000
+// walked ones, 1 to 7 ranks, each its own planner, a step of 2 rows of 97 tokens a rank. Counted
+// over all ranks when a document's first token is delivered, no document of the small one is
+// ever a (k + 2)-th time while another is fewer than k times, at every step; each rank's look
+// ahead names the documents it starts, in order.
+TEST(RowPlanner, ADealtDatasetsEpochsHoldOverAllRanks) {
+  const FakeCorpus corpus = FakeCorpus::Make({3000, 14}, 21);
+  auto sizes = std::make_shared<std::vector<uint64_t>>();
+  for (uint64_t n : corpus.lengths[1]) sizes->push_back(n == 0 ? 0 : n + 1);
+  for (uint64_t world = 1; world <= 7; ++world) {
+    SCOPED_TRACE(fmt::format("{} ranks", world));
+    std::vector<std::unique_ptr<RowPlanner>> ranks;
+    for (uint64_t r = 0; r < world; ++r) {
+      PlannerConfig config = ConfigFor(corpus, {1, 1}, 16, world, r);
+      config.rows = 2;
+      config.datasets[1].sizes = sizes;
+      ranks.push_back(std::make_unique<RowPlanner>(config, InitialRankState(2, 16, world, r),
+                                                   corpus.Locator()));
+    }
+    std::vector<uint64_t> count(14, 0);
+    std::vector<std::deque<uint64_t>> ahead(world);
+    std::vector<Segment> row;
+    for (int step = 0; step < 300; ++step) {
+      for (uint64_t r = 0; r < world; ++r) {
+        while (ahead[r].size() < 16) ahead[r].push_back(ranks[r]->LookAhead(1).doc);
+        for (int k = 0; k < 2; ++k) {
+          ranks[r]->NextRow(&row);
+          for (const Segment& p : row) {
+            if (p.dataset != 1 || p.first != 0) continue;
+            ++count[p.doc];
+            while (!ahead[r].empty() && corpus.lengths[1][ahead[r].front()] == 0) {
+              ahead[r].pop_front();  // passed over
+            }
+            ASSERT_FALSE(ahead[r].empty()) << "a step started more than it looked ahead";
+            ASSERT_EQ(p.doc, ahead[r].front()) << "rank " << r << " at step " << step;
+            ahead[r].pop_front();
+          }
+        }
+        ranks[r]->EndBatch();
+      }
+      uint64_t least = UINT64_MAX, most = 0;
+      for (uint64_t doc = 0; doc < 14; ++doc) {
+        if (corpus.lengths[1][doc] == 0) continue;
+        least = std::min(least, count[doc]);
+        most = std::max(most, count[doc]);
+      }
+      ASSERT_LE(most, least + 2) << "step " << step;
+    }
+    uint64_t least = UINT64_MAX;
+    for (uint64_t doc = 0; doc < 14; ++doc) {
+      if (corpus.lengths[1][doc] > 0) least = std::min(least, count[doc]);
+    }
+    EXPECT_GE(least, 10u) << "the small dataset ran through few epochs";
+  }
 }
 
 TEST(RowPlanner, DeltasRebuildTheState) {
