@@ -54,14 +54,24 @@ void RowPlanner::Begin() {
     if (dataset.sizes) {
       lane.sizes = *dataset.sizes;
       lane.key = DeriveKey(config_.seed, "deal:" + dataset.name);
-      if (s.lane.dealers[d].loads.empty()) {
-        s.lane.dealers[d] = FirstDealerState(static_cast<uint32_t>(config_.world));
+      const auto lanes = static_cast<uint32_t>(config_.world);
+      if (d < s.redeal.size() && !s.redeal[d].empty()) {  // after a rescale
+        s.lane.dealers[d] = Redeal(lane.sizes, lane.key, s.lane.dealers[d], s.redeal[d], lanes);
+        s.lane.earlier[d].clear();
+      } else if (s.lane.dealers[d].loads.empty()) {
+        s.lane.dealers[d] = FirstDealerState(lanes);
       }
     } else {
+      STOKER_CHECK(s.lane.dealers[d].loads.empty() && (d >= s.redeal.size() || s.redeal[d].empty()),
+                   DataError,
+                   "dataset {} was dealt to the ranks by the run that saved the state: "
+                   "this run must deal it too",
+                   dataset.name);
       lane.walked = shards_.has_documents(d);
       lane.tokens = dataset.tokens + dataset.docs * extra_;
     }
   }
+  s.redeal.clear();
   lane_.emplace(static_cast<uint32_t>(config_.rank), static_cast<uint32_t>(config_.world),
                 std::move(datasets), clock_, s.lane, &units_);
   s.lane = lane_->state();
@@ -142,7 +152,7 @@ RowPlanner::Ahead RowPlanner::LookAhead(uint32_t dataset) {
 
 StateDelta RowPlanner::TakeDelta() {
   const RankState& s = walk_.state;
-  StateDelta delta{.step = s.step, .interleave = s.interleave, .lane = s.lane};
+  StateDelta delta{.step = s.step, .interleave = s.interleave, .lane = s.lane, .redeal = s.redeal};
   std::sort(touched_.begin(), touched_.end());
   touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
   for (uint64_t index : touched_) delta.cursors.emplace_back(index, s.cursors[index]);

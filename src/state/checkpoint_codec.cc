@@ -223,6 +223,11 @@ std::string EncodeCheckpoint(const RankCheckpoint& c) {
   if (version >= 5) {
     PutClock(s, &payload);
     PutLaneState(s.lane, &payload);
+    payload.U(s.redeal.size());
+    for (const auto& positions : s.redeal) {
+      payload.U(positions.size());
+      for (uint64_t p : positions) payload.U(p);
+    }
   }
   return FrameFile(kCheckpointMagic, version, payload.bytes());
 }
@@ -278,7 +283,20 @@ RankCheckpoint DecodeCheckpoint(std::string_view bytes, const std::string& sourc
   }
   if (version >= 5) {
     GetClock(&r, &s);
-    s.lane = GetLaneState(&r, datasets, c.world);
+    s.lane = GetLaneState(&r, datasets, c.world, /*any_loads=*/true);
+    s.redeal.resize(r.Count(1));
+    if (!s.redeal.empty() && s.redeal.size() != datasets) r.Fail("positions to deal again");
+    for (uint64_t d = 0; d < s.redeal.size(); ++d) {
+      s.redeal[d].resize(r.Count(1));
+      for (uint64_t& p : s.redeal[d]) p = r.U();
+    }
+    for (uint64_t d = 0; d < datasets; ++d) {  // the dealing's lanes: this run's, or the old
+      const uint64_t loads = s.lane.dealers[d].loads.size();
+      const uint64_t old = s.redeal.empty() ? 0 : s.redeal[d].size();
+      if (old > 0 ? loads != old : loads != 0 && loads != c.world) {
+        r.Fail(fmt::format("a dealer state of {} lanes for dataset {}", loads, d));
+      }
+    }
   }
   if (!r.done()) r.Fail("bytes after the end of the state");
   return c;

@@ -29,7 +29,7 @@ DealerState GetDealerState(FieldReader* r, uint64_t lanes) {
   s.position = r->U();
   s.start = r->U();
   const uint64_t loads = r->Count(1);
-  if (loads != 0 && loads != lanes) {
+  if (loads != 0 && lanes != 0 && loads != lanes) {  // lanes 0: any
     r->Fail("a dealer state of " + std::to_string(loads) + " lanes, not " + std::to_string(lanes));
   }
   if (loads > 0) {
@@ -72,7 +72,8 @@ void PutLaneState(const LaneState& state, FieldWriter* w) {
   }
 }
 
-LaneState GetLaneState(FieldReader* r, uint64_t datasets, uint64_t lanes) {
+LaneState GetLaneState(FieldReader* r, uint64_t datasets, uint64_t lanes, bool any_loads) {
+  const uint64_t loads_of = any_loads ? 0 : lanes;
   LaneState state;
   // Every dataset takes at least 5 bytes (position, start, loads, skips, started, earlier).
   if (datasets > r->left() / 5) r->Fail("more datasets than bytes");
@@ -80,10 +81,10 @@ LaneState GetLaneState(FieldReader* r, uint64_t datasets, uint64_t lanes) {
   state.started.resize(datasets);
   state.earlier.resize(datasets);
   for (uint64_t d = 0; d < datasets; ++d) {
-    state.dealers[d] = GetDealerState(r, lanes);
+    state.dealers[d] = GetDealerState(r, loads_of);
     state.started[d] = r->U();
     state.earlier[d].resize(r->Count(4));
-    for (DealerState& earlier : state.earlier[d]) earlier = GetDealerState(r, lanes);
+    for (DealerState& earlier : state.earlier[d]) earlier = GetDealerState(r, loads_of);
   }
   state.open.resize(r->Count(16));  // 8 varints and an f64
   for (OpenUnit& open : state.open) {

@@ -18,10 +18,12 @@ namespace stoker {
 
 void PutLaneState(const LaneState& state, FieldWriter* w);
 
-// A lane's state of `datasets` datasets and `lanes` lanes. Checks every count against the bytes
-// left and refuses what no lane holds (loads of another number of lanes, positions passed over
-// out of order or behind the dealer, an open unit of no dataset or done past its size, a due
-// time that is no number): FieldReader::Fail, a DataError naming the file.
-LaneState GetLaneState(FieldReader* r, uint64_t datasets, uint64_t lanes);
+// A lane's state of `datasets` datasets and `lanes` lanes (`any_loads`: dealer states of any
+// number of lanes, which the caller checks: a state to deal again from, RankState::redeal). Checks
+// every count against the bytes left and refuses what no lane holds (loads of another number of
+// lanes, positions passed over out of order or behind the dealer, an open unit of no dataset or
+// done past its size, a due time that is no number): FieldReader::Fail, a DataError naming the
+// file.
+LaneState GetLaneState(FieldReader* r, uint64_t datasets, uint64_t lanes, bool any_loads = false);
 
 }  // namespace stoker

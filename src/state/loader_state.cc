@@ -21,6 +21,7 @@ void ApplyDelta(const StateDelta& delta, RankState* state) {
   state->interleave = delta.interleave;
   state->lane = delta.lane;
   state->unfinished = delta.unfinished;
+  state->redeal = delta.redeal;
 }
 
 }  // namespace stoker

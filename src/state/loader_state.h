@@ -59,6 +59,11 @@ struct RankState {
   ClockBase clock;
   uint64_t step_tokens = 0;  // of a global step, at which the clock earns from its base (0: none)
   std::vector<UnfinishedDoc> unfinished;  // format 1 to 4 only, in the order to finish them
+  // Per dataset (or none at all): after a rescale, the positions of the old lanes of a dealt
+  // dataset (one per old lane), to deal its stream again from lane.dealers[d], a state of the
+  // old dealing at or before the least of them (mixing/lane.h, Redeal); the planner does so
+  // when it starts. Empty otherwise.
+  std::vector<std::vector<uint64_t>> redeal;
 
   ShardCursor& cursor(uint64_t shard, uint32_t dataset) {
     return cursors[(shard - shards.begin) * datasets + dataset];
@@ -80,6 +85,7 @@ struct StateDelta {
   std::vector<InterleaveCursor> interleave;
   LaneState lane;
   std::vector<UnfinishedDoc> unfinished;
+  std::vector<std::vector<uint64_t>> redeal;
 };
 
 void ApplyDelta(const StateDelta& delta, RankState* state);

@@ -1,12 +1,112 @@
 #include "state/rescale.h"
 
 #include <algorithm>
+#include <map>
 
 #include "base/bytes.h"
 #include "base/check.h"
 #include "order/partition.h"
 
 namespace stoker {
+
+namespace {
+
+// The old lanes of dataset `d`, if it is dealt: its dealing's lanes (or, still to be dealt again,
+// the positions' count); 0 for a walked one.
+uint64_t DealtLanes(const RankState& old, uint32_t d) {
+  if (d < old.redeal.size() && !old.redeal[d].empty()) return old.redeal[d].size();
+  return old.lane.dealers[d].loads.size();
+}
+
+// The dealt datasets' part of the split: a part for every new rank, each with the old lane's
+// position in every dealt dataset (all of them, if the state is still to be dealt again), the
+// part for new rank k from old rank k mod W a state to deal again from, the open units of dealt
+// datasets to the new ranks in turn.
+void SplitDealt(const RankState& old, uint64_t old_rank, uint64_t new_world,
+                std::vector<RescalePart>* parts) {
+  std::vector<uint32_t> dealt;
+  for (uint32_t d = 0; d < old.datasets; ++d) {
+    if (DealtLanes(old, d) > 0) dealt.push_back(d);
+  }
+  if (dealt.empty()) return;
+  std::vector<RescalePart> all(new_world);
+  for (uint64_t k = 0; k < new_world; ++k) {
+    all[k] = {.old_rank = old_rank,
+              .new_rank = k,
+              .step = old.step,
+              .generation = old.generation,
+              .clock = old.clock,
+              .step_tokens = old.step_tokens,
+              .started = std::vector<uint64_t>(old.datasets, 0)};
+  }
+  for (RescalePart& part : *parts) all[part.new_rank] = std::move(part);
+  for (RescalePart& part : all) {
+    part.positions.resize(old.datasets);
+    part.from.resize(old.datasets);
+    for (uint32_t d : dealt) {
+      const uint64_t lanes = DealtLanes(old, d);
+      const bool pending = d < old.redeal.size() && !old.redeal[d].empty();
+      if (pending) {
+        for (uint64_t l = 0; l < lanes; ++l) part.positions[d].emplace_back(l, old.redeal[d][l]);
+      } else {
+        part.positions[d].emplace_back(old_rank, old.lane.dealers[d].position);
+      }
+      if (part.new_rank % lanes == old_rank) {
+        const auto& earlier = old.lane.earlier[d];
+        part.from[d] = pending || earlier.empty() ? old.lane.dealers[d] : earlier.front();
+      }
+    }
+  }
+  uint64_t turn = old_rank;
+  for (const OpenUnit& open : old.lane.open) {
+    if (DealtLanes(old, open.unit.dataset) > 0) all[turn++ % new_world].open.push_back(open);
+  }
+  *parts = std::move(all);
+}
+
+// Per dealt dataset: every old lane's position and a state at or before them to deal again from
+// (RankState::redeal).
+void AssembleDealt(const std::vector<RescalePart>& parts, uint64_t datasets, uint64_t new_rank,
+                   RankState* state) {
+  for (uint64_t d = 0; d < datasets; ++d) {
+    std::map<uint64_t, uint64_t> positions;  // old lane -> position
+    const DealerState* from = nullptr;
+    for (const RescalePart& part : parts) {
+      if (d >= part.positions.size()) continue;
+      for (const auto& [lane, position] : part.positions[d]) {
+        const auto [at, fresh] = positions.emplace(lane, position);
+        STOKER_CHECK(fresh || at->second == position, DataError,
+                     "the checkpoint's rank files disagree on old rank {}'s position in dataset {}",
+                     lane, d);
+      }
+      if (d < part.from.size() && part.from[d] &&
+          (from == nullptr || part.from[d]->position < from->position)) {
+        from = &*part.from[d];
+      }
+    }
+    if (positions.empty()) continue;
+    STOKER_CHECK(from != nullptr, DataError,
+                 "no rank file gave rank {} a dealer state of dataset {} to deal it again from",
+                 new_rank, d);
+    const uint64_t lanes = from->loads.size();
+    STOKER_CHECK(positions.size() == lanes && positions.rbegin()->first == lanes - 1, DataError,
+                 "rank {} got the positions in dataset {} of {} old ranks of {}", new_rank, d,
+                 positions.size(), lanes);
+    std::vector<uint64_t> by_lane;
+    for (const auto& [lane, position] : positions) by_lane.push_back(position);
+    const uint64_t least = *std::min_element(by_lane.begin(), by_lane.end());
+    STOKER_CHECK(from->position <= least, DataError,
+                 "dataset {}: the oldest dealer state the rank files kept (position {}) lies past "
+                 "the least old rank's position {}: the ranks were more than two epochs apart",
+                 d, from->position, least);
+    state->lane.dealers[d] = *from;
+    state->lane.earlier[d].clear();
+    state->redeal.resize(datasets);
+    state->redeal[d] = std::move(by_lane);
+  }
+}
+
+}  // namespace
 
 std::vector<RescalePart> SplitState(const RankState& old, uint64_t old_rank,
                                     uint64_t logical_shards, uint64_t new_world) {
@@ -42,12 +142,14 @@ std::vector<RescalePart> SplitState(const RankState& old, uint64_t old_rank,
                          [&](const RescalePart& part) { return part.new_rank == owner; });
   };
   for (const OpenUnit& open : old.lane.open) {
+    if (DealtLanes(old, open.unit.dataset) > 0) continue;  // SplitDealt's
     STOKER_CHECK(old.shards.contains(open.unit.dealt.position), DataError,
                  "rank {}'s checkpoint holds a document open in logical shard {}, not its own",
                  old_rank, open.unit.dealt.position);
     part_of(open.unit.dealt.position).open.push_back(open);
   }
   for (const UnfinishedDoc& doc : old.unfinished) part_of(doc.shard).unfinished.push_back(doc);
+  SplitDealt(old, old_rank, new_world, &parts);
   return parts;
 }
 
@@ -87,6 +189,7 @@ RankState AssembleState(std::vector<RescalePart> parts, uint64_t datasets, uint6
     }
     state.unfinished.insert(state.unfinished.end(), part.unfinished.begin(), part.unfinished.end());
   }
+  AssembleDealt(parts, datasets, new_rank, &state);
   const auto missing = std::find(covered.begin(), covered.end(), false);
   STOKER_CHECK(missing == covered.end(), DataError,
                "no rank file of the checkpoint holds logical shard {}",
@@ -122,6 +225,23 @@ std::string EncodeRescalePart(const RescalePart& part) {
     out.Put(u.dataset);
     out.Put(u.shard);
   }
+  out.Put<uint64_t>(part.positions.size());
+  for (const auto& pairs : part.positions) {
+    out.Put<uint64_t>(pairs.size());
+    for (const auto& [lane, position] : pairs) {
+      out.Put(lane);
+      out.Put(position);
+    }
+  }
+  out.Put<uint64_t>(part.from.size());
+  for (const std::optional<DealerState>& from : part.from) {
+    out.Put<uint8_t>(from.has_value());
+    if (!from) continue;
+    out.Put(from->position);
+    out.Put(from->start);
+    out.PutArray(from->loads);
+    out.PutArray(from->skip);
+  }
   out.Put<uint64_t>(part.open.size());
   for (const OpenUnit& open : part.open) {
     const Dealt& u = open.unit.dealt;
@@ -156,6 +276,23 @@ RescalePart DecodeRescalePart(const std::string& bytes) {
   for (UnfinishedDoc& u : part.unfinished) {
     u.dataset = in.Get<uint32_t>();
     u.shard = in.Get<uint64_t>();
+  }
+  part.positions.resize(in.Get<uint64_t>());
+  for (auto& pairs : part.positions) {
+    pairs.resize(in.Get<uint64_t>());
+    for (auto& [lane, position] : pairs) {
+      lane = in.Get<uint64_t>();
+      position = in.Get<uint64_t>();
+    }
+  }
+  part.from.resize(in.Get<uint64_t>());
+  for (std::optional<DealerState>& from : part.from) {
+    if (in.Get<uint8_t>() == 0) continue;
+    from.emplace();
+    from->position = in.Get<uint64_t>();
+    from->start = in.Get<uint64_t>();
+    from->loads = in.GetArray<uint64_t>();
+    from->skip = in.GetArray<uint64_t>();
   }
   part.open.resize(in.Get<uint64_t>());
   for (OpenUnit& open : part.open) {

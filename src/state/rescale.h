@@ -6,15 +6,21 @@
 // the cursors of those shards, the documents open in them (the lane's open units, and a format
 // 1-4 file's unfinished documents, in their old order), the old rank's step, generation and
 // clock, and the share of its started tokens that goes with those shards (split in proportion to
-// shard counts, so that every sum is kept exactly). A new rank assembles its state from the
-// parts it receives: its shards' cursors as they stood, the step and clock, the generation plus
-// one (a new interleaving), the open documents in (old rank, old order) order (each goes on from
-// where it stood), and the summed started tokens, by which its walk of each dataset keeps to the
-// weights from there. Nothing is lost and nothing is repeated; the work is linear in W + W'.
+// shard counts, so that every sum is kept exactly). A dataset dealt to the ranks is tied to no
+// shard: every new rank gets every old lane's position in it and one state of the old dealing at
+// or before them, with which its planner deals the stream again (RankState::redeal), and its
+// open documents go to the new ranks in turn (with a dealt dataset every old rank sends a part to
+// every new rank: W x W' parts of a few numbers a dealt dataset). A new rank assembles its state
+// from the parts it receives: its shards' cursors as they stood, the step and clock, the generation
+// plus one (a new interleaving), the open documents in (old rank, old order) order (each goes on
+// from where it stood), and the summed started tokens, by which its walk of each dataset keeps to
+// the weights from there. Nothing is lost and nothing is repeated; the work is linear in W + W'.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "state/loader_state.h"
@@ -31,8 +37,15 @@ struct RescalePart {
   std::vector<uint64_t> started;          // the share of the old rank's started tokens, per dataset
   std::vector<uint64_t> shards;           // logical shards whose cursors follow
   std::vector<ShardCursor> cursors;       // shards.size() * datasets, shard after shard
-  std::vector<OpenUnit> open;             // of those shards, in the old rank's order
+  std::vector<OpenUnit> open;             // of those shards, in the old rank's order (and of dealt
+                                          // datasets: to the new ranks in turn)
   std::vector<UnfinishedDoc> unfinished;  // the same, from a file of format 1 to 4
+  // Per dataset, for one dealt to the ranks (else empty): the (old lane, position) pairs this
+  // part knows (the old rank's own; or, from a state still to be dealt again, all of them), and
+  // in the part for new rank k from old rank k mod W a state of the old dealing at or before the
+  // old lanes' positions (its oldest earlier one) to deal again from.
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> positions;
+  std::vector<std::optional<DealerState>> from;
   bool operator==(const RescalePart&) const = default;
 };
 

@@ -53,8 +53,16 @@ inline PlannerConfig ConfigFor(const FakeCorpus& corpus, const std::vector<doubl
 // True when every logical shard of the state that holds documents of a dataset of positive
 // weight is past `epoch`.
 inline bool AllPastEpoch(const RankState& state, const PlannerConfig& config, uint64_t epoch) {
+  for (uint32_t d = 0; d < state.datasets; ++d) {  // dealt: the lane's next unit is past it
+    const auto& sizes = config.datasets[d].sizes;
+    if (sizes && config.schedule.EverPositive(d) &&
+        state.lane.dealers[d].position / sizes->size() <= epoch) {
+      return false;
+    }
+  }
   for (uint64_t j = state.shards.begin; j < state.shards.end; ++j) {
     for (uint32_t d = 0; d < state.datasets; ++d) {
+      if (config.datasets[d].sizes) continue;
       const DatasetOrder order(config.seed, config.datasets[d].name, config.datasets[d].docs,
                                config.logical_shards);
       if (order.Slice(j).empty() || !config.schedule.EverPositive(d)) continue;

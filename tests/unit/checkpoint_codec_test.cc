@@ -75,6 +75,14 @@ TEST(CheckpointCodec, RoundTrips) {
   RankCheckpoint laid_out = c;
   laid_out.layout = "tp=2,cp=1,dp=2,pp=1";
   EXPECT_EQ(DecodeCheckpoint(EncodeCheckpoint(laid_out), "f"), laid_out);
+  // A dataset dealt by 3 old ranks, to be dealt again on these 2 (a rescale's): its state of
+  // the old dealing and the old ranks' positions; loads of another number of lanes are refused.
+  RankCheckpoint pending = c;
+  pending.state.lane.dealers[1] = {.position = 30, .start = 900, .loads = {400, 420, 410}};
+  pending.state.redeal = {{}, {31, 33, 32}};
+  EXPECT_EQ(DecodeCheckpoint(EncodeCheckpoint(pending), "f"), pending);
+  pending.state.redeal[1] = {31, 33};
+  EXPECT_THROW(DecodeCheckpoint(EncodeCheckpoint(pending), "f"), DataError);
 }
 
 // The payload of a file of version 2, 3 or 4 (the mixer by deficits): `c` with its started tokens,

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 
 #include "common/fake_corpus.h"
 #include "stoker/error.h"
@@ -24,12 +25,17 @@ constexpr uint64_t kShards = 61;  // a prime: no world size divides it
 // at the weights of `schedule`, then returns their states (rows < 0: until every rank is past
 // epoch 0).
 std::vector<RankState> Stream(const FakeCorpus& corpus, const MixSchedule& schedule,
-                              std::vector<RankState> states, int rows, EpochZeroCounter* counter) {
+                              std::vector<RankState> states, int rows, EpochZeroCounter* counter,
+                              bool deal_last = false) {
   const uint64_t world = states.size();
+  auto sizes = std::make_shared<std::vector<uint64_t>>();
+  for (uint64_t n : corpus.lengths.back()) sizes->push_back(n == 0 ? 0 : n + 1);
   for (uint64_t rank = 0; rank < world; ++rank) {
     PlannerConfig config =
         ConfigFor(corpus, std::vector<double>(corpus.names.size(), 1), kShards, world, rank);
     config.schedule = schedule;
+    config.rows = 4;
+    if (deal_last) config.datasets.back().sizes = sizes;
     RowPlanner planner(config, states[rank], corpus.Locator());
     std::vector<Segment> row;
     for (int i = 0; rows < 0 ? !AllPastEpoch(planner.state(), config, 0) : i < rows; ++i) {
@@ -73,8 +79,11 @@ std::vector<RankState> Fresh(uint64_t world, uint64_t datasets) {
   return states;
 }
 
+// With `deal_last`, the last dataset (90 documents) is dealt to the ranks (mixing/lane.h): every
+// new rank deals its stream again from the old ranks' positions.
 void ExpectExactlyOnceAcross(const std::vector<uint64_t>& worlds, const std::vector<int>& rows,
-                             const MixSchedule& schedule = Constant({3, 2, 1})) {
+                             const MixSchedule& schedule = Constant({3, 2, 1}),
+                             bool deal_last = false) {
   const FakeCorpus corpus = FakeCorpus::Make({1500, 400, 90}, 11, 40);
   EpochZeroCounter counter(corpus);
   std::vector<RankState> states = Fresh(worlds[0], 3);
@@ -99,7 +108,8 @@ void ExpectExactlyOnceAcross(const std::vector<uint64_t>& worlds, const std::vec
         EXPECT_EQ(s.clock, clock);
       }
     }
-    states = Stream(corpus, schedule, states, i + 1 < worlds.size() ? rows[i] : -1, &counter);
+    states =
+        Stream(corpus, schedule, states, i + 1 < worlds.size() ? rows[i] : -1, &counter, deal_last);
   }
   counter.ExpectExactlyOnce({1, 1, 1});  // every dataset is read by the end of each schedule
 }
@@ -111,6 +121,15 @@ TEST(Rescale, ExactlyOnceAcrossWorldSizes) {
   ExpectExactlyOnceAcross({3, 7}, {21});
   ExpectExactlyOnceAcross({4, 3, 5, 2}, {13, 17, 11});
   ExpectExactlyOnceAcross({1, 61, 1}, {100, 3});  // every rank down to a single shard and back
+}
+
+TEST(Rescale, ADealtDatasetExactlyOnceAcrossWorldSizes) {
+  ExpectExactlyOnceAcross({4, 1}, {40}, Constant({3, 2, 1}), true);
+  ExpectExactlyOnceAcross({4, 3}, {33}, Constant({3, 2, 1}), true);
+  ExpectExactlyOnceAcross({2, 5}, {57}, Constant({3, 2, 1}), true);
+  ExpectExactlyOnceAcross({3, 7}, {21}, Constant({3, 2, 1}), true);
+  ExpectExactlyOnceAcross({4, 3, 7, 2}, {13, 17, 11}, Constant({1, 1, 4}), true);
+  ExpectExactlyOnceAcross({1, 61, 1}, {100, 3}, Constant({3, 2, 1}), true);
 }
 
 // Jumps, a dataset left out for a while and ramps, rescaled before, during and after them.
