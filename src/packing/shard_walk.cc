@@ -67,9 +67,14 @@ ShardWalk::Turn ShardWalk::NextTurn(const RankState& state, const Position& posi
 
 uint64_t ShardWalk::NextShard(RankState& state, Position& position, uint32_t dataset) const {
   const Turn turn = NextTurn(state, position, dataset);
+  TakeTurn(state, position, dataset, turn);
+  return turn.shard;
+}
+
+void ShardWalk::TakeTurn(RankState& state, Position& position, uint32_t dataset,
+                         const Turn& turn) const {
   state.interleave[dataset] = turn.after;
   ++position.visits[dataset];
-  return turn.shard;
 }
 
 void ShardWalk::CheckEmptyRun(uint64_t skipped, const PlannerConfig& config,
@@ -113,22 +118,30 @@ WalkedUnits::WalkedUnits(const PlannerConfig* config, const ShardWalk* walk, Ran
       locate_(locate),
       extra_(extra),
       touched_(touched),
-      empties_(config->datasets.size(), 0) {}
+      empties_(config->datasets.size(), 0),
+      peeked_(config->datasets.size()) {}
 
 Dealt WalkedUnits::Peek(uint32_t dataset) {
-  const uint64_t shard = walk_->NextTurn(*state_, *position_, dataset).shard;
-  const uint64_t doc = walk_->DocumentAt(*state_, shard, dataset);
+  std::optional<Peeked>& peeked = peeked_[dataset];
+  if (peeked) return peeked->unit;
+  const ShardWalk::Turn turn = walk_->NextTurn(*state_, *position_, dataset);
+  const uint64_t doc = walk_->DocumentAt(*state_, turn.shard, dataset);
   const uint64_t length = (*locate_)(dataset, doc).length;
-  return {.position = shard,
-          .epoch = state_->cursor(shard, dataset).epoch,
-          .unit = doc,
-          .size = length == 0 ? 0 : length + extra_};
+  peeked = Peeked{.turn = turn,
+                  .unit = {.position = turn.shard,
+                           .epoch = state_->cursor(turn.shard, dataset).epoch,
+                           .unit = doc,
+                           .size = length == 0 ? 0 : length + extra_}};
+  return peeked->unit;
 }
 
 void WalkedUnits::Advance(uint32_t dataset) {
-  const uint64_t shard = walk_->NextShard(*state_, *position_, dataset);
-  const uint64_t doc = walk_->DocumentAt(*state_, shard, dataset);
-  if ((*locate_)(dataset, doc).length == 0) {
+  Peek(dataset);  // the unit passed: what Peek found, the interleaving moved on as it said
+  const Peeked peeked = *peeked_[dataset];
+  peeked_[dataset].reset();
+  walk_->TakeTurn(*state_, *position_, dataset, peeked.turn);
+  const uint64_t shard = peeked.turn.shard;
+  if (peeked.unit.size == 0) {
     walk_->CheckEmptyRun(++empties_[dataset], *config_, dataset);
   } else {
     empties_[dataset] = 0;

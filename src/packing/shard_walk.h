@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "mixing/lane.h"
@@ -45,6 +46,8 @@ class ShardWalk {
     InterleaveCursor after;
   };
   Turn NextTurn(const RankState& state, const Position& position, uint32_t dataset) const;
+  // Makes `turn` (NextTurn's, nothing moved since): the visit NextShard makes.
+  void TakeTurn(RankState& state, Position& position, uint32_t dataset, const Turn& turn) const;
   // The document the cursor of (shard, dataset) points at.
   uint64_t DocumentAt(const RankState& state, uint64_t shard, uint32_t dataset) const;
   // Moves the cursor of (shard, dataset) past its document.
@@ -75,7 +78,8 @@ class ShardWalk {
 // The walk as a lane's source of units for the datasets it walks (mixing/lane.h): a unit is the
 // document the walk comes to next, `unit` its number, `position` its shard, `epoch` the shard's
 // epoch, `size` its framed length (0 for an empty one, which the lane passes over). Peek moves
-// nothing, so a state saved between Peek and Advance goes on the same.
+// nothing, so a state saved between Peek and Advance goes on the same; it keeps what it found
+// for Advance (only Advance moves a dataset's walk while the lane runs).
 class WalkedUnits : public LaneWalk {
  public:
   // Every pointer outlives this; `extra` the framing tokens a document gets (1 or 2). Advance
@@ -95,6 +99,12 @@ class WalkedUnits : public LaneWalk {
   uint64_t extra_;
   std::vector<uint64_t>* touched_;
   std::vector<uint64_t> empties_;  // per dataset: empty documents passed in a row
+  // Per dataset: what Peek found (its turn of the interleaving, the unit), until Advance.
+  struct Peeked {
+    ShardWalk::Turn turn;
+    Dealt unit;
+  };
+  std::vector<std::optional<Peeked>> peeked_;
 };
 
 }  // namespace stoker
