@@ -62,8 +62,12 @@ void PutLaneState(const LaneState& state, FieldWriter* w) {
     w->U(earlier);
     for (size_t k = 0; k < earlier; ++k) PutDealerState(state.earlier[d][k], w);
   }
-  w->U(state.open.size());
-  for (const OpenUnit& open : state.open) {
+  PutOpenUnits(state.open, w);
+}
+
+void PutOpenUnits(const std::vector<OpenUnit>& units, FieldWriter* w) {
+  w->U(units.size());
+  for (const OpenUnit& open : units) {
     const Dealt& u = open.unit.dealt;
     w->U(open.unit.dataset);
     for (uint64_t v : {u.position, u.epoch, u.unit, uint64_t{u.lane}, u.start, u.size}) w->U(v);
@@ -86,8 +90,13 @@ LaneState GetLaneState(FieldReader* r, uint64_t datasets, uint64_t lanes, bool a
     state.earlier[d].resize(r->Count(4));
     for (DealerState& earlier : state.earlier[d]) earlier = GetDealerState(r, loads_of);
   }
-  state.open.resize(r->Count(16));  // 8 varints and an f64
-  for (OpenUnit& open : state.open) {
+  state.open = GetOpenUnits(r, datasets, lanes);
+  return state;
+}
+
+std::vector<OpenUnit> GetOpenUnits(FieldReader* r, uint64_t datasets, uint64_t lanes) {
+  std::vector<OpenUnit> units(r->Count(16));  // 8 varints and an f64
+  for (OpenUnit& open : units) {
     open.unit.dataset = static_cast<uint32_t>(std::min<uint64_t>(r->U(), UINT32_MAX));
     if (open.unit.dataset >= datasets) r->Fail("an open unit of no dataset");
     Dealt& u = open.unit.dealt;
@@ -104,7 +113,7 @@ LaneState GetLaneState(FieldReader* r, uint64_t datasets, uint64_t lanes, bool a
     open.done = r->U();
     if (open.done >= u.size) r->Fail("an open unit done past its size");
   }
-  return state;
+  return units;
 }
 
 }  // namespace stoker

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "mixing/lane.h"
 #include "state/field_codec.h"
@@ -24,6 +25,11 @@ void PutLaneState(const LaneState& state, FieldWriter* w);
 // lanes, positions passed over out of order or behind the dealer, an open unit of no dataset or
 // done past its size, a due time that is no number): FieldReader::Fail, a DataError naming the
 // file.
+// The open units alone (the last field of a lane's state), as a rescale part carries them: each
+// of a dataset below `datasets` and a lane below `lanes`.
+void PutOpenUnits(const std::vector<OpenUnit>& units, FieldWriter* w);
+std::vector<OpenUnit> GetOpenUnits(FieldReader* r, uint64_t datasets, uint64_t lanes);
+
 LaneState GetLaneState(FieldReader* r, uint64_t datasets, uint64_t lanes, bool any_loads = false);
 
 }  // namespace stoker

@@ -6,6 +6,7 @@
 #include "base/bytes.h"
 #include "base/check.h"
 #include "order/partition.h"
+#include "state/lane_codec.h"
 
 namespace stoker {
 
@@ -242,14 +243,9 @@ std::string EncodeRescalePart(const RescalePart& part) {
     out.PutArray(from->loads);
     out.PutArray(from->skip);
   }
-  out.Put<uint64_t>(part.open.size());
-  for (const OpenUnit& open : part.open) {
-    const Dealt& u = open.unit.dealt;
-    out.Put(open.unit.dataset);
-    for (uint64_t v : {u.position, u.epoch, u.unit, uint64_t{u.lane}, u.start, u.size}) out.Put(v);
-    out.Put(open.unit.due);
-    out.Put(open.done);
-  }
+  FieldWriter open;  // as a rank file holds them (state/lane_codec.h)
+  PutOpenUnits(part.open, &open);
+  out.PutString(open.bytes());
   return out.Take();
 }
 
@@ -294,19 +290,9 @@ RescalePart DecodeRescalePart(const std::string& bytes) {
     from->loads = in.GetArray<uint64_t>();
     from->skip = in.GetArray<uint64_t>();
   }
-  part.open.resize(in.Get<uint64_t>());
-  for (OpenUnit& open : part.open) {
-    Dealt& u = open.unit.dealt;
-    open.unit.dataset = in.Get<uint32_t>();
-    u.position = in.Get<uint64_t>();
-    u.epoch = in.Get<uint64_t>();
-    u.unit = in.Get<uint64_t>();
-    u.lane = static_cast<uint32_t>(in.Get<uint64_t>());
-    u.start = in.Get<uint64_t>();
-    u.size = in.Get<uint64_t>();
-    open.unit.due = in.Get<double>();
-    open.done = in.Get<uint64_t>();
-  }
+  const std::string open = in.GetString();
+  FieldReader fields(open, "a rescale part", "rescale part");
+  part.open = GetOpenUnits(&fields, part.started.size(), UINT32_MAX);
   return part;
 }
 
