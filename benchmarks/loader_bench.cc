@@ -118,6 +118,8 @@ constexpr char kUsage[] =
     "  --offset-cache-bytes N  the Loader's cache of document offsets, bytes per rank; default\n"
     "                     8388608 (LoaderConfig's): smaller values show a corpus whose offsets\n"
     "                     do not fit\n"
+    "  --deal-max-docs N  datasets of at most N documents are dealt to the ranks; 0: all walked\n"
+    "                     (docs/loader.md, \"Epochs: dealt and walked\"); default LoaderConfig's\n"
     "  --read-ahead-bytes N, --io-depth N, --io-engine auto|uring|threads  the Loader's reading\n"
     "                     (docs/loader.md, \"Reading from storage\"); default LoaderConfig's\n"
     "                     (--io-depth 0: 128 a node, shared by its ranks)\n"
@@ -188,6 +190,8 @@ void SetOption(const std::string& flag, const std::string& value, Options* o) {
     o->direct_io = ParseDirectIo(value);
   } else if (flag == "--step-ms") {
     o->step_ms = ParseMilliseconds(value);
+  } else if (flag == "--deal-max-docs") {  // 0 is a value: every dataset walked
+    o->deal_max_docs = value == "0" ? 0 : ParseCount(flag, value);
   } else {
     throw ConfigError(fmt::format("unknown option '{}'", flag));
   }
@@ -319,6 +323,7 @@ LoaderConfig ConfigFor(const Options& o, const std::string& root) {
                       .seq_len = o.seq_len,
                       .batch_size = o.batch_size,
                       .seed = 1,
+                      .deal_max_docs = o.deal_max_docs,
                       .read_ahead_bytes = o.read_ahead_bytes,
                       .io_depth = static_cast<uint32_t>(o.io_depth),
                       .io_engine = o.io_engine,

@@ -30,6 +30,7 @@ struct Options {
   uint64_t seq_len = 4096, batch_size = 8;
   uint64_t files = 10'000, docs = 1'000'000, batches = 200;
   uint64_t offset_cache_bytes = LoaderConfig{}.offset_cache_bytes;
+  uint64_t deal_max_docs = LoaderConfig{}.deal_max_docs;
   uint64_t read_ahead_bytes = LoaderConfig{}.read_ahead_bytes;
   uint64_t io_depth = LoaderConfig{}.io_depth;
   IoEngine io_engine = LoaderConfig{}.io_engine;

@@ -47,6 +47,15 @@ def run(cmd, env):
     subprocess.run(cmd, env=env, check=True)
 
 
+def launcher():
+    """The environment and the mpirun command line for runs of the build's `stoker`."""
+    # As scripts/env.sh: shared memory between the ranks; as root, mpirun must be told so.
+    env = dict(os.environ, OMPI_MCA_btl="self,vader", OMPI_MCA_btl_base_warn_component_unused="0")
+    mpirun = ["mpirun", "--oversubscribe", "--bind-to", "none"]
+    mpirun += ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    return env, mpirun
+
+
 def tokens_per_step(dump, rank):
     """tokens[step][dataset] of one rank, and the longest document it delivered (framed)."""
     batch_tokens = BATCH * (SEQ_LEN + 1)
@@ -144,10 +153,7 @@ def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     stoker = os.environ.get("STOKER", os.path.join(root, "build", "stoker"))
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "docs", "mixing_shares.svg")
-    # As scripts/env.sh: shared memory between the ranks; as root, mpirun must be told so.
-    env = dict(os.environ, OMPI_MCA_btl="self,vader", OMPI_MCA_btl_base_warn_component_unused="0")
-    mpirun = ["mpirun", "--oversubscribe", "--bind-to", "none"]
-    mpirun += ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    env, mpirun = launcher()
     entries, panels = parse_schedule(SCHEDULE), []
     with tempfile.TemporaryDirectory() as work:
         corpus = os.path.join(work, "corpus")

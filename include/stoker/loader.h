@@ -8,15 +8,15 @@
 // holds the order; ranks do not talk to each other while they stream.
 //
 // Construction is collective over `comm` (the loader duplicates it): it discovers the corpus,
-// checks the configuration on every rank and fails on every rank together. The settings that
-// shape the order or the state (data, seed, logical_shards, seq_len, eos_id, bos_id, weights or
-// weight_schedule, boundaries, resume_from) must be the same on every rank: a difference is
-// refused on every rank, naming the setting, its values and the ranks that gave each. After that,
-// each rank calls Next() on its own; a background thread per rank reads ahead in the known future
-// order, with many reads in flight (io_depth) for the batches ahead (read_ahead_bytes) and up to
-// `prefetch` finished batches waiting, so the trainer rarely waits. Calls are made by one thread
-// at a time (the trainer's; a caller that shares a Loader between threads serializes its calls).
-// Errors of the reading thread are rethrown by Next().
+// checks the configuration on every rank and fails on every rank together. The settings that shape
+// the order or the state (data, seed, logical_shards, deal_max_docs, seq_len, eos_id, bos_id,
+// weights or weight_schedule, boundaries, resume_from) must be the same on every rank: a difference
+// is refused on every rank, naming the setting, its values and the ranks that gave each. After
+// that, each rank calls Next() on its own; a background thread per rank reads ahead in the known
+// future order, with many reads in flight (io_depth) for the batches ahead (read_ahead_bytes) and
+// up to `prefetch` finished batches waiting, so the trainer rarely waits. Calls are made by one
+// thread at a time (the trainer's; a caller that shares a Loader between threads serializes its
+// calls). Errors of the reading thread are rethrown by Next().
 //
 // A Loader belongs to the process that made it: its reading thread, its checkpoint writer and its
 // communicator do not exist in a forked child. There Next(), TryNext(), Save(), WaitForSave()
@@ -51,38 +51,44 @@
 namespace stoker {
 
 struct LoaderConfig {
-  std::string data;                        // the corpus folder
-  std::map<std::string, double> weights;   // dataset -> relative weight; empty: by tokens.
-                                           // Datasets not named get weight 0 (not read).
-  WeightSchedule weight_schedule;          // weights that change with the step (jumps and
-                                           // ramps, stoker/weights.h); empty: `weights` from
-                                           // step 0 on. Not both.
-  uint64_t seq_len = 4096;                 // tokens per row are seq_len + 1
-  uint64_t batch_size = 8;                 // rows per batch, per rank
-  uint64_t seed = 0;                       // shapes the order; never taken from a clock
-  uint64_t logical_shards = 65536;         // units of the order that ranks own (>= ranks)
-  std::optional<int64_t> eos_id;           // default: the corpus's eos_id attribute, else 0
-  std::optional<int64_t> bos_id;           // default: no BOS
-  uint32_t prefetch = 4;                   // finished batches waiting per rank (>= 1)
-  uint64_t read_ahead_bytes = 8u << 20;    // and batches being read beyond them: as many as
-                                           // this many bytes of int64 tokens hold (>= 1 batch)
-  uint32_t io_depth = 0;                   // reads in flight per rank (1 to kMaxIoDepth); 0:
-                                           // kNodeIoDepth shared by the ranks of a node, at
-                                           // least kMinRankIoDepth each
-  IoEngine io_engine = IoEngine::kAuto;    // what keeps them in flight (stoker/io_engine.h)
-  DirectIo direct_io = DirectIo::kAuto;    // whether token reads bypass the page cache (same)
-  uint64_t offset_cache_bytes = 8u << 20;  // document offsets cached per rank
-  uint32_t max_open_files = 128;           // shard files a rank keeps open
-  uint64_t max_memory_bytes = 0;           // the most the loader may hold per rank (batches
-                                           // read ahead, offset cache, state), checked before
-                                           // anything is allocated; 0: half the memory this
-                                           // process may use (RAM, cgroup limit, ulimit -v)
-  BoundaryFields boundaries;               // document boundary fields computed for each batch
-                                           // (stoker/batch.h); none by default
-  std::string resume_from;                 // a checkpoint step folder (step-<N>) to go on from;
-                                           // empty: start at step 0. The weight schedule may
-                                           // differ from the saved run's: this one rules the
-                                           // steps not yet run.
+  std::string data;                            // the corpus folder
+  std::map<std::string, double> weights;       // dataset -> relative weight; empty: by tokens.
+                                               // Datasets not named get weight 0 (not read).
+  WeightSchedule weight_schedule;              // weights that change with the step (jumps and
+                                               // ramps, stoker/weights.h); empty: `weights` from
+                                               // step 0 on. Not both.
+  uint64_t seq_len = 4096;                     // tokens per row are seq_len + 1
+  uint64_t batch_size = 8;                     // rows per batch, per rank
+  uint64_t seed = 0;                           // shapes the order; never taken from a clock
+  uint64_t logical_shards = 65536;             // units of the order that ranks own (>= ranks)
+  uint64_t deal_max_docs = uint64_t{1} << 20;  // a dataset of at most this many documents is
+                                               // dealt to the ranks: its epochs hold over all ranks
+                                               // together (every rank holds each document's size,
+                                               // 8 bytes); a larger one is walked through each
+                                               // rank's logical shards. Fixed by the run that
+                                               // starts at step 0: a resume follows its state
+  std::optional<int64_t> eos_id;               // default: the corpus's eos_id attribute, else 0
+  std::optional<int64_t> bos_id;               // default: no BOS
+  uint32_t prefetch = 4;                       // finished batches waiting per rank (>= 1)
+  uint64_t read_ahead_bytes = 8u << 20;        // and batches being read beyond them: as many as
+                                               // this many bytes of int64 tokens hold (>= 1 batch)
+  uint32_t io_depth = 0;                       // reads in flight per rank (1 to kMaxIoDepth); 0:
+                                               // kNodeIoDepth shared by the ranks of a node, at
+                                               // least kMinRankIoDepth each
+  IoEngine io_engine = IoEngine::kAuto;        // what keeps them in flight (stoker/io_engine.h)
+  DirectIo direct_io = DirectIo::kAuto;        // whether token reads bypass the page cache (same)
+  uint64_t offset_cache_bytes = 8u << 20;      // document offsets cached per rank
+  uint32_t max_open_files = 128;               // shard files a rank keeps open
+  uint64_t max_memory_bytes = 0;               // the most the loader may hold per rank (batches
+                                               // read ahead, offset cache, state), checked before
+                                               // anything is allocated; 0: half the memory this
+                                               // process may use (RAM, cgroup limit, ulimit -v)
+  BoundaryFields boundaries;                   // document boundary fields computed for each batch
+                                               // (stoker/batch.h); none by default
+  std::string resume_from;                     // a checkpoint step folder (step-<N>) to go on from;
+                                               // empty: start at step 0. The weight schedule may
+                                               // differ from the saved run's: this one rules the
+                                               // steps not yet run.
   // The parallel layout (stoker/layout.h): which ranks of the Loader's communicator hold one
   // model replica and take the same batches. Either `layout` ("tp=2,cp=2,dp=4,pp=2", sizes in
   // rank order), or this rank's two groups as the trainer made them (both): its data-parallel

@@ -40,8 +40,28 @@ void AddShard(uint64_t epoch, DatasetProgress* p) {
   ++p->shards;
 }
 
+// A dealt dataset's epochs and documents done, from its stream positions, given its documents.
+void SetStreamEpochs(DatasetProgress* p) {
+  if (!p->docs || *p->docs == 0) return;
+  p->epoch_min = p->stream_min / *p->docs;
+  p->epoch_max = p->stream_max / *p->docs;
+  p->docs_done = p->stream_min;
+}
+
 // Adds one rank's progress in a dataset to the total over all ranks.
 void Merge(const DatasetProgress& rank, DatasetProgress* total) {
+  if (rank.dealt) {  // one stream: where the ranks stand in it
+    total->stream_min =
+        total->dealt ? std::min(total->stream_min, rank.stream_min) : rank.stream_min;
+    total->stream_max =
+        total->dealt ? std::max(total->stream_max, rank.stream_max) : rank.stream_max;
+    total->dealt = true;
+    total->docs = rank.docs;
+    SetStreamEpochs(total);
+    total->started += rank.started;
+    total->unfinished += rank.unfinished;
+    return;
+  }
   if (rank.shards > 0) {
     if (total->shards == 0 || rank.epoch_max > total->epoch_max) {
       total->epoch_max = rank.epoch_max;
@@ -63,6 +83,18 @@ DatasetProgress Progress(const RankCheckpoint& c, uint32_t d, const std::string&
                          std::optional<uint64_t> docs) {
   const RankState& s = c.state;
   DatasetProgress p{.name = c.identity.datasets[d], .started = s.lane.started[d]};
+  for (const UnfinishedDoc& u : s.unfinished) p.unfinished += u.dataset == d;
+  for (const OpenUnit& open : s.lane.open) p.unfinished += open.unit.dataset == d;
+  const std::vector<uint64_t>& redeal = d < s.redeal.size() ? s.redeal[d] : std::vector<uint64_t>{};
+  p.dealt = !s.lane.dealers[d].loads.empty() || !redeal.empty();
+  if (p.dealt) {
+    p.stream_min = redeal.empty() ? s.lane.dealers[d].position
+                                  : *std::min_element(redeal.begin(), redeal.end());
+    p.stream_max = redeal.empty() ? p.stream_min : *std::max_element(redeal.begin(), redeal.end());
+    p.docs = docs;
+    SetStreamEpochs(&p);
+    return p;
+  }
   if (docs) p.docs = p.docs_done = 0;
   for (uint64_t j = s.shards.begin; j < s.shards.end; ++j) {
     const ShardCursor& cursor = s.cursor(j, d);
@@ -79,8 +111,6 @@ DatasetProgress Progress(const RankCheckpoint& c, uint32_t d, const std::string&
     AddShard(cursor.epoch, &p);
     p.positions += cursor.position;
   }
-  for (const UnfinishedDoc& u : s.unfinished) p.unfinished += u.dataset == d;
-  for (const OpenUnit& open : s.lane.open) p.unfinished += open.unit.dataset == d;
   return p;
 }
 
@@ -168,14 +198,23 @@ std::vector<std::string> Header(bool with_corpus) {
   return header;
 }
 
+// "3" or "3-5".
+std::string Span(uint64_t least, uint64_t most) {
+  return least == most ? GroupThousands(least)
+                       : fmt::format("{}-{}", GroupThousands(least), GroupThousands(most));
+}
+
 std::vector<std::string> Cells(const DatasetProgress& p, bool with_corpus) {
-  const std::string epochs = p.epoch_min == p.epoch_max
-                                 ? fmt::format("{}", p.epoch_min)
-                                 : fmt::format("{}-{}", p.epoch_min, p.epoch_max);
-  std::vector<std::string> cells = {
-      GroupThousands(p.started), p.shards == 0 ? "-" : epochs,
-      fmt::format("{} of {}", GroupThousands(p.shards_at_max), GroupThousands(p.shards)),
-      GroupThousands(p.positions), GroupThousands(p.unfinished)};
+  std::vector<std::string> cells;
+  if (p.dealt) {
+    cells = {GroupThousands(p.started),
+             p.docs.value_or(0) == 0 ? "-" : Span(p.epoch_min, p.epoch_max), "dealt",
+             "stream " + Span(p.stream_min, p.stream_max), GroupThousands(p.unfinished)};
+  } else {
+    cells = {GroupThousands(p.started), p.shards == 0 ? "-" : Span(p.epoch_min, p.epoch_max),
+             fmt::format("{} of {}", GroupThousands(p.shards_at_max), GroupThousands(p.shards)),
+             GroupThousands(p.positions), GroupThousands(p.unfinished)};
+  }
   if (with_corpus) {
     const auto done = p.epochs_done();
     cells.push_back(GroupThousands(p.docs.value_or(0)));

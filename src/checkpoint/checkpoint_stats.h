@@ -13,6 +13,11 @@
 // logical shards; progress is then the positions alone. Given the corpus table (its fingerprint
 // must match the checkpoint's), shards with an empty slice are left out and progress is also
 // given in epochs: documents passed over in all epochs / documents.
+//
+// A dealt dataset (docs/loader.md, "Epochs: dealt and walked") moves no shard cursor: its progress
+// is where each rank's dealing stands in the dataset's stream (the position its dealer deals
+// next; after a rescale not yet resumed, the old ranks' positions), and with the corpus the epochs
+// are those positions / documents.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +43,11 @@ struct DatasetProgress {
   uint64_t positions = 0;        // summed positions in the shards' current epochs
   uint64_t unfinished = 0;       // documents cut by a row's end, to go on next
   std::optional<uint64_t> docs;  // documents in the counted shards' slices (one epoch)
-  std::optional<uint64_t> docs_done;  // sum of epoch * slice size + position
+  std::optional<uint64_t> docs_done;  // sum of epoch * slice size + position (dealt: the least
+                                      // stream position)
+  bool dealt = false;                 // dealt to the ranks: no shard counts; the least and the
+  uint64_t stream_min = 0;            // greatest stream position of the ranks' dealing (the
+  uint64_t stream_max = 0;            // epochs, given the documents: these / documents)
 
   // docs_done / docs, when both are known and docs > 0: 1.25 = one epoch and a quarter.
   std::optional<double> epochs_done() const;

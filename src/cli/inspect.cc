@@ -63,6 +63,11 @@ nlohmann::json ProgressJson(const DatasetProgress& p) {
                       {"shards_at_epoch_max", p.shards_at_max},
                       {"positions", p.positions},
                       {"unfinished_docs", p.unfinished}};
+  if (p.dealt) {
+    j["dealt"] = true;
+    j["stream_min"] = p.stream_min;
+    j["stream_max"] = p.stream_max;
+  }
   if (p.docs) j["docs"] = *p.docs;
   if (p.docs_done) j["docs_done"] = *p.docs_done;
   if (const auto done = p.epochs_done()) j["epochs_done"] = *done;
@@ -229,26 +234,30 @@ Command SetupInspect(CLI::App& app) {
                   "progress is also shown in epochs done (documents passed over in all epochs / "
                   "documents). Without it, every logical shard counts, and one holding no "
                   "documents stays at epoch 0");
-  sub->add_flag("--json", args->json,
-                "Print one JSON object instead of the tables. For a corpus: kind \"corpus\", "
-                "root, fingerprint, total_files, total_docs, total_tokens, dtype, doc_length "
-                "{min, mean, p50, p90, p99, max}, and datasets: NAME -> {files, docs, tokens, "
-                "dtype, tokenizers (the shards' tokenizer attributes), doc_length}. For a "
-                "checkpoint: kind \"checkpoint\", path, "
-                "format_version, step, world_size, run (the run identity every rank file "
-                "carries; null: none, saved before stoker wrote one), layout (the parallel "
-                "layout it was saved under, world_size then its dp size; null: none), generation, "
-                "corpus_fingerprint, seed, "
-                "logical_shards, seq_len, eos_id, bos_id (null: none), bytes, with_corpus, "
-                "corpus_record {state: whole (with shards), none (saved before stoker wrote "
-                "one) or unusable (with problem: corrupt, unreadable, of another corpus)}, "
-                "schedule: [{step, ramp, weights: NAME -> weight}] (the weight schedule the "
-                "run had), schedule_entry (the index of the entry in force at the step), "
-                "datasets: NAME -> {weight (at the step), started_tokens (framed tokens "
-                "of the documents started), shards, epoch_min, epoch_max, shards_at_epoch_max, "
-                "positions, unfinished_docs, and with --data docs, docs_done, epochs_done}, and "
-                "ranks: [{rank, file, bytes, logical_shards [begin, end), generation, "
-                "unfinished_docs, datasets: NAME -> {the same but weight}}]");
+  sub->add_flag(
+      "--json", args->json,
+      "Print one JSON object instead of the tables. For a corpus: kind \"corpus\", "
+      "root, fingerprint, total_files, total_docs, total_tokens, dtype, doc_length "
+      "{min, mean, p50, p90, p99, max}, and datasets: NAME -> {files, docs, tokens, "
+      "dtype, tokenizers (the shards' tokenizer attributes), doc_length}. For a "
+      "checkpoint: kind \"checkpoint\", path, "
+      "format_version, step, world_size, run (the run identity every rank file "
+      "carries; null: none, saved before stoker wrote one), layout (the parallel "
+      "layout it was saved under, world_size then its dp size; null: none), generation, "
+      "corpus_fingerprint, seed, "
+      "logical_shards, seq_len, eos_id, bos_id (null: none), bytes, with_corpus, "
+      "corpus_record {state: whole (with shards), none (saved before stoker wrote "
+      "one) or unusable (with problem: corrupt, unreadable, of another corpus)}, "
+      "schedule: [{step, ramp, weights: NAME -> weight}] (the weight schedule the "
+      "run had), schedule_entry (the index of the entry in force at the step), "
+      "datasets: NAME -> {weight (at the step), started_tokens (framed tokens "
+      "of the documents started), shards, epoch_min, epoch_max, shards_at_epoch_max, "
+      "positions, unfinished_docs; for a dataset dealt to the ranks dealt (true), stream_min "
+      "and stream_max (where the ranks' dealing stands in its stream: the epochs are "
+      "these / docs; no shard counts); and with --data docs, docs_done, epochs_done}, "
+      "and "
+      "ranks: [{rank, file, bytes, logical_shards [begin, end), generation, "
+      "unfinished_docs, datasets: NAME -> {the same but weight}}]");
   return {sub, [args](const mpi::Comm& world) { return RunInspect(*args, world); }};
 }
 

@@ -19,6 +19,7 @@
 #include "loader/replica_broadcast.h"
 #include "loader/replica_groups.h"
 #include "loader/shared_settings.h"
+#include "loader/unit_sizes.h"
 #include "state/loader_state.h"
 
 namespace stoker {
@@ -131,6 +132,8 @@ class Loader::Impl {
   BatchStream& Stream() const;
   std::optional<Batch> Deliver(BatchStream::Ready ready);
   RankState StartingState();
+  // The datasets the rank files of a resume deal (DealtIn), checked the same on every rank.
+  std::vector<bool> AgreedDealt(const RankState& state) const;
   void FollowNewSchedule(const MixSchedule& saved, RankState* state) const;
 
   mpi::Comm comm_;                    // the data-parallel group
@@ -188,19 +191,40 @@ OrderIdentity Loader::Impl::Identity() const {
   return id;
 }
 
+// A run from step 0 deals the datasets DealtByRule names; a resume, those its state deals,
+// whatever --deal-max-docs says now (its order goes on).
 RankState Loader::Impl::StartingState() {
   if (config_.resume_from.empty()) {
+    const std::vector<bool> dealt = DealtByRule(config_, setup_.table);
+    DealDatasets(comm_, dealt, &setup_);
     RankState state = InitialRankState(setup_.table.datasets.size(), config_.logical_shards,
                                        comm_.size(), comm_.rank());
+    StartDealing(dealt, setup_.planner.world, &state);
     RebaseClock(setup_.planner.schedule, setup_.planner.schedule,
                 RowPlanner::StepTokens(setup_.planner), &state);
     return state;
   }
   RestoredState restored = RestoreRankState(comm_, config_.resume_from, Identity(), setup_.table);
+  DealDatasets(comm_, AgreedDealt(restored.state), &setup_);
   mpi::FailTogether(comm_,
                     [&] { CheckStateFits(restored.state, setup_.planner, config_.resume_from); });
   FollowNewSchedule(restored.saved_schedule, &restored.state);
   return std::move(restored.state);
+}
+
+std::vector<bool> Loader::Impl::AgreedDealt(const RankState& state) const {
+  const std::vector<bool> dealt = DealtIn(state);
+  std::vector<uint64_t> count(dealt.begin(), dealt.end());
+  comm_.SumInPlace(count);
+  mpi::FailTogether(comm_, [&] {
+    for (size_t d = 0; d < dealt.size(); ++d) {
+      STOKER_CHECK(count[d] == 0 || count[d] == static_cast<uint64_t>(comm_.size()), DataError,
+                   "checkpoint {}: {} of {} ranks' states deal dataset {} to the ranks, the others "
+                   "walk it: the rank files are not of one save",
+                   config_.resume_from, count[d], comm_.size(), setup_.table.datasets[d].name);
+    }
+  });
+  return dealt;
 }
 
 // The schedule of this run rules the steps not yet run, from what each dataset had earned at

@@ -21,30 +21,35 @@ void RefuseConfiguration(const std::vector<std::string>& problems) {
   throw ConfigError(message, /*collective=*/true);
 }
 
-namespace {
-
-// Datasets of positive weight at some step of which some rank would own no document: refused,
-// because that rank could not follow the weights (and a rank with nothing at all to read could
-// not stream).
-std::vector<std::string> RanksWithoutDocuments(const PlannerConfig& p, uint64_t world) {
+std::vector<std::string> RanksWithoutDocuments(const PlannerConfig& p) {
   std::vector<std::string> problems;
   for (uint32_t k = 0; k < p.datasets.size(); ++k) {
     const PlannerDataset& d = p.datasets[k];
-    if (!p.schedule.EverPositive(k)) continue;
-    for (uint64_t rank = 0; rank < world; ++rank) {
-      const IndexRange shards = OwnedLogicalShards(p.logical_shards, world, rank);
+    if (d.sizes || !p.schedule.EverPositive(k)) continue;
+    for (uint64_t rank = 0; rank < p.world; ++rank) {
+      const IndexRange shards = OwnedLogicalShards(p.logical_shards, p.world, rank);
       const uint64_t first = SplitRange(d.docs, p.logical_shards, shards.begin).begin;
       const uint64_t end = SplitRange(d.docs, p.logical_shards, shards.end - 1).end;
       if (end > first) continue;
       problems.push_back(fmt::format(
           "dataset {} has {} documents, too few for {} ranks: rank {} would get none of them "
-          "(give it weight 0, or use fewer ranks)",
-          d.name, d.docs, world, rank));
+          "(give it weight 0, use fewer ranks, or deal it: --deal-max-docs)",
+          d.name, d.docs, p.world, rank));
       break;
     }
   }
   return problems;
 }
+
+std::vector<bool> DealtByRule(const LoaderConfig& config, const CorpusTable& table) {
+  std::vector<bool> dealt;
+  for (const DatasetInfo& d : table.datasets) {
+    dealt.push_back(d.tokens > 0 && d.docs <= config.deal_max_docs);
+  }
+  return dealt;
+}
+
+namespace {
 
 double BatchBytes(const LoaderConfig& c) {
   return static_cast<double>(c.batch_size) * (static_cast<double>(c.seq_len) + 1) * sizeof(int64_t);
@@ -109,27 +114,39 @@ std::string BufferBreakdown(const LoaderConfig& c) {
 
 // A rank's state: a cursor per owned logical shard and dataset, held four times (the planner's,
 // its look-ahead's, the state after the last batch delivered, a snapshot being saved), and the
-// planner's list of the shards with documents.
-double StateBytes(uint64_t logical_shards, uint64_t world, uint64_t datasets) {
-  const double owned = std::ceil(static_cast<double>(logical_shards) / static_cast<double>(world));
-  return owned * static_cast<double>(datasets) * (4 * sizeof(ShardCursor) + sizeof(uint64_t));
+// planner's list of the shards with documents; for each dataset it deals (DealtByRule), every
+// document's size, and per rank a load in each of its dealer states (the next unit's and up to
+// three earlier ones, LaneState::earlier), held four times.
+double StateBytes(const LoaderConfig& config, const CorpusTable& table, uint64_t world) {
+  const auto datasets = static_cast<double>(table.datasets.size());
+  const double owned =
+      std::ceil(static_cast<double>(config.logical_shards) / static_cast<double>(world));
+  double bytes = owned * datasets * (4 * sizeof(ShardCursor) + sizeof(uint64_t));
+  const std::vector<bool> dealt = DealtByRule(config, table);
+  for (size_t d = 0; d < dealt.size(); ++d) {
+    if (!dealt[d]) continue;
+    bytes += static_cast<double>(table.datasets[d].docs) * sizeof(uint64_t) +
+             4.0 * 4.0 * static_cast<double>(world) * sizeof(uint64_t);
+  }
+  return bytes;
 }
 
 // Buffers and state against the budget of a rank among `ranks_on_node`: Problems() checked the
 // buffers alone, for one process, before the corpus told how many datasets the state holds.
 // Budgets may differ between ranks (nodes of other sizes): the caller fails together.
-void CheckMemory(const LoaderConfig& config, uint64_t world, uint64_t datasets,
+void CheckMemory(const LoaderConfig& config, const CorpusTable& table, uint64_t world,
                  uint64_t ranks_on_node) {
   const auto [budget, why] = LoaderBudget(config, ranks_on_node);
-  const double state = StateBytes(config.logical_shards, world, datasets);
+  const double state = StateBytes(config, table, world);
   const double bytes = BufferBytes(config) + state;
   if (bytes <= static_cast<double>(budget)) return;
   RefuseConfiguration({fmt::format(
       "the loader would hold {} per rank ({}, and a state of {} for "
-      "--logical-shards {} over {} ranks x {} datasets), above the {} it may hold "
+      "--logical-shards {} over {} ranks x {} datasets, with the document sizes and dealers' "
+      "loads of those of at most --deal-max-docs {} documents), above the {} it may hold "
       "({})",
       FormatBytes(bytes), BufferBreakdown(config), FormatBytes(state), config.logical_shards, world,
-      datasets, FormatBytes(static_cast<double>(budget)), why)});
+      table.datasets.size(), config.deal_max_docs, FormatBytes(static_cast<double>(budget)), why)});
 }
 
 }  // namespace
@@ -301,8 +318,7 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, LoaderConfig* settings) {
   const auto ranks_on_node = static_cast<uint64_t>(comm.RanksOnThisNode());
   settings->io_depth = RankIoDepth(config, ranks_on_node);
   mpi::FailTogether(comm, [&] {
-    CheckMemory(config, static_cast<uint64_t>(comm.size()), setup.table.datasets.size(),
-                ranks_on_node);
+    CheckMemory(config, setup.table, static_cast<uint64_t>(comm.size()), ranks_on_node);
   });
   if (static_cast<uint64_t>(comm.size()) > config.logical_shards) {
     RefuseConfiguration(
@@ -332,8 +348,6 @@ LoaderSetup SetUpLoader(const mpi::Comm& comm, LoaderConfig* settings) {
   for (const DatasetInfo& info : setup.table.datasets) {
     p.datasets.push_back({info.name, info.docs, info.tokens});
   }
-  if (auto problems = RanksWithoutDocuments(p, p.world); !problems.empty())
-    RefuseConfiguration(problems);
   return setup;
 }
 
@@ -344,7 +358,7 @@ MixSchedule ScheduleSettingWeights(const PlannerConfig& planner, const CorpusTab
   if (problems.empty()) {
     PlannerConfig changed = planner;
     changed.schedule = planner.schedule.SetFrom(step, std::move(resolved));
-    problems = RanksWithoutDocuments(changed, changed.world);
+    problems = RanksWithoutDocuments(changed);
     if (problems.empty()) return changed.schedule;
   }
   throw ConfigError(

@@ -31,7 +31,18 @@ struct LoaderSetup {
 
 // Collective over `comm`. Settles what `*config` leaves to the job (io_depth 0 becomes this rank's
 // share of its node's depth, RankIoDepth). Throws ConfigError or DataError on every rank together.
+// No dataset is dealt yet: the caller deals them (DealDatasets, loader/unit_sizes.h) once it knows
+// which (DealtByRule for a run from step 0, else the state's).
 LoaderSetup SetUpLoader(const mpi::Comm& comm, LoaderConfig* config);
+
+// The datasets a run from step 0 deals to the ranks (PlannerDataset::sizes): those with tokens
+// and at most config.deal_max_docs documents. Pure: the same on every rank.
+std::vector<bool> DealtByRule(const LoaderConfig& config, const CorpusTable& table);
+
+// Walked datasets of positive weight at some step of which some rank of `p.world` would own no
+// document, one line each: such a rank could not follow the weights (and a rank with nothing at
+// all to read could not stream). A dealt dataset gives every rank its part.
+std::vector<std::string> RanksWithoutDocuments(const PlannerConfig& p);
 
 // The reads in flight of a rank among `ranks_on_node` (LoaderConfig::io_depth): as set, or for 0
 // kNodeIoDepth divided among them, at least kMinRankIoDepth. With ranks_on_node 1, the most

@@ -88,6 +88,7 @@ void RequireCorpusFolder(const mpi::Comm& comm, const std::string& data) {
 std::vector<mpi::Setting> SharedSettings(const LoaderConfig& c) {
   return {{"seed", std::to_string(c.seed)},
           {"logical_shards", std::to_string(c.logical_shards)},
+          {"deal_max_docs", std::to_string(c.deal_max_docs)},
           {"seq_len", std::to_string(c.seq_len)},
           {"bos_id", Text(c.bos_id, "none")},
           {"boundaries", BoundaryText(c.boundaries)},

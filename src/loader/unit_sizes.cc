@@ -53,4 +53,20 @@ std::vector<uint64_t> ReadFramedSizes(const mpi::Comm& comm, const LoaderSetup& 
   return sizes;
 }
 
+void DealDatasets(const mpi::Comm& comm, const std::vector<bool>& dealt, LoaderSetup* setup) {
+  std::vector<PlannerDataset>& datasets = setup->planner.datasets;
+  STOKER_ASSERT(dealt.size() == datasets.size(), "{} dealt flags for {} datasets", dealt.size(),
+                datasets.size());
+  for (uint32_t d = 0; d < datasets.size(); ++d) {
+    datasets[d].sizes = nullptr;
+    if (dealt[d]) {
+      datasets[d].sizes =
+          std::make_shared<const std::vector<uint64_t>>(ReadFramedSizes(comm, *setup, d));
+    }
+  }
+  if (auto problems = RanksWithoutDocuments(setup->planner); !problems.empty()) {
+    RefuseConfiguration(problems);
+  }
+}
+
 }  // namespace stoker

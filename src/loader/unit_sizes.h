@@ -18,4 +18,9 @@ namespace stoker {
 std::vector<uint64_t> ReadFramedSizes(const mpi::Comm& comm, const LoaderSetup& setup,
                                       uint32_t dataset);
 
+// Deals the datasets `dealt` marks: their framed sizes (ReadFramedSizes) into
+// setup->planner.datasets[d].sizes. Then refuses a walked dataset some rank would own no document
+// of (RanksWithoutDocuments): a ConfigError on every rank together. Collective over `comm`.
+void DealDatasets(const mpi::Comm& comm, const std::vector<bool>& dealt, LoaderSetup* setup);
+
 }  // namespace stoker

@@ -160,6 +160,21 @@ StateDelta RowPlanner::TakeDelta() {
   return delta;
 }
 
+std::vector<bool> DealtIn(const RankState& state) {
+  std::vector<bool> dealt;
+  for (uint32_t d = 0; d < state.datasets; ++d) {
+    dealt.push_back(!state.lane.dealers[d].loads.empty() ||
+                    (d < state.redeal.size() && !state.redeal[d].empty()));
+  }
+  return dealt;
+}
+
+void StartDealing(const std::vector<bool>& dealt, uint64_t world, RankState* state) {
+  for (uint32_t d = 0; d < state->datasets; ++d) {
+    if (dealt[d]) state->lane.dealers[d] = FirstDealerState(static_cast<uint32_t>(world));
+  }
+}
+
 void RebaseClock(const MixSchedule& saved, const MixSchedule& now, uint64_t step_tokens,
                  RankState* state) {
   if (state->step_tokens == 0) {

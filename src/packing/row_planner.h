@@ -125,6 +125,14 @@ class RowPlanner {
   std::vector<double> weights_;  // at the current step
 };
 
+// The datasets `state` deals (PlannerDataset::sizes): those with a dealer's loads, or with old
+// ranks' positions to deal again from (RankState::redeal, after a rescale). A fresh state deals
+// none until StartDealing.
+std::vector<bool> DealtIn(const RankState& state);
+// Makes a fresh state of `world` lanes deal the datasets `dealt` marks from the stream's start,
+// so that a save before the first batch says so too.
+void StartDealing(const std::vector<bool>& dealt, uint64_t world, RankState* state);
+
 // Makes `state`'s clock one of `step_tokens` tokens a step under `now` (the schedule a run goes
 // on with): unchanged when `now` is `saved` (the schedule the state's clock ran under) and the
 // step tokens are the same, so that the run goes on bit for bit; else from what that clock had

@@ -118,6 +118,15 @@ const Setting kData[] = {
      "give every rank a document). Ranks balance within about 1% while logical shards >= 100 x "
      "ranks. At most 16777216",
      [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->run.loader.logical_shards); }},
+    {"deal_max_docs", "--deal-max-docs", "DEAL_MAX_DOCS", "documents", "data", kBoth, kLoader,
+     false,
+     "A dataset of at most this many documents is dealt to the ranks: its epochs are the "
+     "dataset's over all ranks together (no document seen a (k+2)-th time before every other "
+     "one k times), at any rank count; every rank holds each of its documents' sizes (8 bytes "
+     "each). A larger one is walked through each rank's logical shards, its epochs theirs. 0: "
+     "none dealt. Fixed by the run that starts at step 0: a resume follows its checkpoint "
+     "(docs/loader.md, \"Epochs\")",
+     [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->run.loader.deal_max_docs); }},
     {"layout", "--layout", "LAYOUT", "", "data", kBoth, kLoader, true,
      "The parallel layout of a job that splits its model: sizes in rank order, the first "
      "varying fastest as Megatron numbers ranks, e.g. tp=2,cp=2,pp=2 (dp left out: the rest of "

@@ -172,6 +172,7 @@ void BindConfig(py::module_& m) {
   NumberField(c, "batch_size", &LoaderConfig::batch_size);
   NumberField(c, "seed", &LoaderConfig::seed);
   NumberField(c, "logical_shards", &LoaderConfig::logical_shards);
+  NumberField(c, "deal_max_docs", &LoaderConfig::deal_max_docs);
   NumberField(c, "eos_id", &LoaderConfig::eos_id);
   NumberField(c, "bos_id", &LoaderConfig::bos_id);
   NumberField(c, "prefetch", &LoaderConfig::prefetch);

@@ -15,7 +15,8 @@
 # newest complete one with a trainer's required files (passing over newer incomplete ones,
 # saying why) and none, saying so, for a folder of which none is complete; a reshard into a new folder makes
 # it whole (the trainer's files copied) and publishes it in one rename, leaving nothing behind
-# when a write fails.
+# when a write fails. A run whose datasets are dealt: inspect shows where each stream's dealing
+# stands, and its epochs, before and after a reshard.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
 set -euo pipefail
 source "$(dirname "$0")/../common/test_lib.sh"
@@ -47,9 +48,10 @@ ok "$work/synth" "$STOKER" synth "$corpus" --dataset a:6000:50 --dataset b:4000:
 ok "$work/corpus" "$STOKER" inspect "$corpus" --json
 
 # --- Save on 2 ranks: steps 5 and 10. c (25 documents) weighs half: it runs through epochs. ---
+# Every dataset walked: progress in logical shards (a dealt dataset's, below).
 seq=64 batch=2 shards=12
 args=(--data "$corpus" --seq-len $seq --batch-size $batch --logical-shards $shards --seed 5
-      --weights a=1,b=1,c=2)
+      --weights a=1,b=1,c=2 --deal-max-docs 0)
 ok "$work/save" $MPIRUN -np 2 "$STOKER" run "${args[@]}" --steps 10 \
   --checkpoint-dir "$work/ck" --save-every 5
 for step in 5 10; do
@@ -323,6 +325,44 @@ grep -q -F -- "--start-over: deleted $work/ck-over/step-10 of an earlier run" "$
   [ -z "$(ls "$work/ck-over/step-5/loader" | grep -v -e 'of-00003.ckpt$' -e '^corpus.table$')" ] ||
   fail "--start-over left: $(ls -R "$work/ck-over")"
 echo "ok: --start-over deleted the earlier steps; step-5 holds the new run's files only"
+
+# --- Dealt datasets: inspect shows where the dealing stands in each stream, kept by a reshard. ---
+dealt=("${args[@]:0:${#args[@]}-2}")  # the same run, the default --deal-max-docs
+ok "$work/dealt" $MPIRUN -np 2 "$STOKER" run "${dealt[@]}" --steps 10 \
+  --checkpoint-dir "$work/ck-dealt" --save-every 10
+ok "$work/dealt-reshard" "$STOKER" reshard "$work/ck-dealt/step-10" --world-size 3 \
+  --out "$work/dealt-3"
+ok "$work/dealt-orig" "$STOKER" inspect "$work/ck-dealt/step-10" --json --data "$corpus"
+ok "$work/dealt-new" "$STOKER" inspect "$work/dealt-3" --json --data "$corpus"
+ok "$work/dealt-table" "$STOKER" inspect "$work/ck-dealt/step-10" --data "$corpus"
+grep -q "dealt" "$work/dealt-table.out" || fail "inspect of dealt datasets does not say so"
+python3 - "$work" <<'EOF' ||
+import json, sys
+work = sys.argv[1]
+orig, new = (json.load(open(f"{work}/{n}.out")) for n in ("dealt-orig", "dealt-new"))
+problems = []
+for name, j in (("orig", orig), ("new", new)):
+    for d, v in j["datasets"].items():
+        if not v.get("dealt") or v["shards"] != 0 or v["stream_min"] > v["stream_max"]:
+            problems.append(f"{name} {d}: not shown as dealt: {v}")
+        elif (v["epochs_done"] != v["stream_min"] / v["docs"]
+              or v["epoch_max"] != v["stream_max"] // v["docs"]):
+            problems.append(f"{name} {d}: epochs not from the stream: {v}")
+        for r in j["ranks"]:
+            if r["datasets"][d]["docs"] != v["docs"]:
+                problems.append(f"{name} rank {r['rank']} {d}: {r['datasets'][d]['docs']} "
+                                f"documents, not the dataset's {v['docs']}")
+    if j["datasets"]["c"]["epochs_done"] < 1:
+        problems.append(f"{name}: c (dealt) has done {j['datasets']['c']['epochs_done']} epochs")
+for d in orig["datasets"]:
+    for key in ("started_tokens", "stream_min", "stream_max", "epoch_min", "epoch_max"):
+        if new["datasets"][d][key] != orig["datasets"][d][key]:
+            problems.append(f"{d} {key} across the reshard: {new['datasets'][d][key]}, "
+                            f"not {orig['datasets'][d][key]}")
+sys.exit("\n".join(problems) or None)
+EOF
+  fail "inspect of dealt datasets, before and after a reshard"
+echo "ok: inspect shows dealt datasets by their streams' positions, kept by a reshard"
 
 # --- --help explains the commands. ---
 ok "$work/help-reshard" "$STOKER" reshard --help

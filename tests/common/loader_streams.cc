@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "shard/discovery.h"
@@ -105,12 +106,14 @@ Stream Pull(Loader& loader, uint64_t n) {
   return out;
 }
 
-Stream PullPastEpochZero(Loader& loader, const std::vector<bool>& datasets) {
+Stream PullPastEpochZero(Loader& loader, const Truth& truth, const std::vector<bool>& datasets) {
   Stream out;
   std::vector<bool> past(loader.corpus().datasets.size(), false);
   for (size_t d = 0; d < datasets.size(); ++d) past[d] = !datasets[d];
+  const uint64_t extra = loader.bos_id() ? 2 : 1;
+  std::set<std::pair<uint32_t, uint64_t>> open;  // documents of epoch 0 not ended here
   try {
-    while (std::count(past.begin(), past.end(), false) > 0) {
+    while (std::count(past.begin(), past.end(), false) > 0 || !open.empty()) {
       if (out.size() == 20000) {
         ADD_FAILURE() << "rank " << loader.rank() << ": not past epoch 0 after 20000 batches";
         break;
@@ -118,12 +121,43 @@ Stream PullPastEpochZero(Loader& loader, const std::vector<bool>& datasets) {
       out.push_back(*loader.Next());
       for (const DocPiece& p : out.back().pieces) {
         past[p.dataset] = past[p.dataset] || (p.epoch > 0 && p.first == 0);
+        if (p.epoch > 0) continue;
+        if (p.first + p.count == truth.length.at(p.dataset).at(p.doc) + extra) {
+          open.erase({p.dataset, p.doc});
+        } else {
+          open.insert({p.dataset, p.doc});
+        }
       }
     }
   } catch (const std::exception& e) {
     ADD_FAILURE() << "rank " << loader.rank() << ": Next() threw: " << e.what();
   }
   return out;
+}
+
+Stream Stage(const mpi::Comm& world, const Truth& truth, const LoaderConfig& base, int ranks,
+             const std::string& from, uint64_t to, const std::string& save) {
+  Stream stream;
+  MPI_Comm sub = MPI_COMM_NULL;
+  MPI_Comm_split(world.get(), world.rank() < ranks ? 0 : MPI_UNDEFINED, world.rank(), &sub);
+  if (sub != MPI_COMM_NULL) {
+    try {
+      LoaderConfig config = base;
+      config.resume_from = from;
+      Loader loader(sub, config);
+      stream = to == 0 ? PullPastEpochZero(loader, truth) : Pull(loader, to - loader.step());
+      ExpectTokensMatchPieces(truth, stream, loader);
+      if (!save.empty()) {
+        loader.Save(save);
+        loader.WaitForSave();
+      }
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "stage on " << ranks << " ranks from '" << from << "': " << e.what();
+    }
+    MPI_Comm_free(&sub);
+  }
+  world.Barrier();
+  return stream;
 }
 
 void ExpectSameStream(const Stream& want, const Stream& got, const std::string& what, int rank) {

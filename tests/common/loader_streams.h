@@ -36,11 +36,21 @@ void ExpectTokensMatchPieces(const Truth& truth, const Stream& stream, const Loa
 // `n` batches.
 Stream Pull(Loader& loader, uint64_t n);
 
-// Batches until this rank has started a document of epoch 1 of every dataset: a rank starts
-// none before it has delivered all of its share of epoch 0. (Pieces of epoch 1 may come before:
-// the rests of documents other ranks began, taken over at a rescale.) `datasets`: which
-// datasets to wait for (empty: all).
-Stream PullPastEpochZero(Loader& loader, const std::vector<bool>& datasets = {});
+// Batches until this rank has started a document of epoch 1 of every dataset (a rank starts none
+// before it has started all of its share of epoch 0) and finished every document of epoch 0 it
+// has a piece of (one cut by a step's end goes on after the documents that fall due: it may end
+// after documents of epoch 1 began). (Pieces of epoch 1 may come before: the rests of documents
+// other ranks began, taken over at a rescale.) `datasets`: which datasets to wait for (empty:
+// all).
+Stream PullPastEpochZero(Loader& loader, const Truth& truth,
+                         const std::vector<bool>& datasets = {});
+
+// One stage of a chain of runs, collective over `world`: its ranks [0, ranks) resume from `from`
+// (empty: start), pull to step `to` (or past epoch 0 when 0: PullPastEpochZero) and save to
+// `save` (empty: no save); the other ranks wait. The batches' tokens are checked against their
+// pieces (ExpectTokensMatchPieces). Returns this rank's batches.
+Stream Stage(const mpi::Comm& world, const Truth& truth, const LoaderConfig& base, int ranks,
+             const std::string& from, uint64_t to, const std::string& save);
 
 // The same batches, tokens, dataset_tokens and pieces, in the same order.
 void ExpectSameStream(const Stream& want, const Stream& got, const std::string& what, int rank);

@@ -12,6 +12,8 @@
 // Batch::pieces say which framed positions of which document each batch holds; every batch's
 // tokens are checked against them (the values of a document are consecutive integers), and
 // exactly-once is counted over the pieces of every rank, before and after the rescale.
+#include "stoker/checkpoint.h"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -33,7 +35,6 @@
 #include "mpi/comm.h"
 #include "shard/discovery.h"
 #include "shard/shard_reader.h"
-#include "stoker/checkpoint.h"
 #include "stoker/error.h"
 #include "stoker/loader.h"
 #include "tools/synth.h"
@@ -322,7 +323,7 @@ TEST_F(CheckpointTest, RescaledThereAndBackEveryTokenOnceAndOfflineEqualsMpi) {
   config.resume_from = back;
   Loader b(MPI_COMM_WORLD, config);
   EXPECT_EQ(b.step(), 23u);
-  const Stream after = PullPastEpochZero(b);
+  const Stream after = PullPastEpochZero(b, truth_);
   ExpectTokensMatchPieces(truth_, after, b);
   const uint64_t checked = ExpectEpochZeroExactlyOnce(
       comm_, truth_, false, {&before, &after},
@@ -365,7 +366,7 @@ TEST_F(CheckpointTest, FromFewerRanksOfflineReshardEqualsMpiRescaleAndEveryToken
   Loader resharded(MPI_COMM_WORLD, config);
   EXPECT_EQ(mpi_rescaled.step(), 31u);
   EXPECT_EQ(resharded.step(), 31u);
-  const Stream after = PullPastEpochZero(mpi_rescaled);
+  const Stream after = PullPastEpochZero(mpi_rescaled, truth_);
   ExpectTokensMatchPieces(truth_, after, mpi_rescaled);
   ExpectSameStream(after, Pull(resharded, after.size()),
                    fmt::format("offline reshard {} -> {} vs MPI rescale", saving, comm_.size()),

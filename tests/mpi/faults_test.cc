@@ -6,7 +6,8 @@
 //   - a read error at a byte in the middle of one shard's tokens or document offsets, with either
 //     engine, through the page cache or O_DIRECT: the rank(s) whose reading thread meets it get
 //     an IoError from Next() naming the file, its dataset, the array and the byte offset (no
-//     hang: the others go on), and at least one rank meets it within an epoch;
+//     hang: the others go on), and at least one rank meets it within an epoch (the offsets of a
+//     walked dataset; a dealt one's are all read at set-up, where every rank gets the error);
 //   - a shard that grows on disk during the run (pools of one open file, so files are reopened):
 //     a DataError from Next() naming the file, saying its size changed and that the corpus must
 //     not change during a run.
@@ -56,7 +57,9 @@ class FaultsTest : public ::testing::Test {
     config.logical_shards = 16;
     return config;
   }
-  void ExpectReadErrorNamed(uint64_t byte, const std::string& array);
+  // `deal_max_docs`: the datasets are small enough to be dealt by default.
+  void ExpectReadErrorNamed(uint64_t byte, const std::string& array,
+                            uint64_t deal_max_docs = LoaderConfig{}.deal_max_docs);
   // Steps that take every rank through epoch 0 of the whole corpus, and a few more.
   uint64_t StepsPastEpoch0() const {
     const uint64_t per_step = comm_.size() * Config().batch_size * (Config().seq_len + 1);
@@ -118,7 +121,8 @@ TEST_F(FaultsTest, FailedSaveKeepsThePreviousStepForResume) {
 
 // Runs the loader past epoch 0 under a rule failing a pread of `byte` of shard 1, once per way of
 // reading; expects an IoError from Next() on some rank naming the shard and `array`.
-void FaultsTest::ExpectReadErrorNamed(uint64_t byte, const std::string& array) {
+void FaultsTest::ExpectReadErrorNamed(uint64_t byte, const std::string& array,
+                                      uint64_t deal_max_docs) {
   const CorpusTable table = DiscoverCorpus(comm_, Config().data);
   const ShardInfo& shard = table.shards.at(1);
   ScopedFaultPlan plan(fmt::format("pread:{}:@{}", shard.path, byte));
@@ -127,6 +131,7 @@ void FaultsTest::ExpectReadErrorNamed(uint64_t byte, const std::string& array) {
       LoaderConfig config = Config();
       config.io_engine = engine;
       config.direct_io = direct;
+      config.deal_max_docs = deal_max_docs;
       uint64_t met = 0;
       {
         Loader loader(MPI_COMM_WORLD, config);
@@ -167,7 +172,26 @@ TEST_F(FaultsTest, ReadErrorInDocumentOffsetsReachesNextNamingFileAndOffset) {
   const CorpusTable table = DiscoverCorpus(comm_, Config().data, &arrays);
   const ShardInfo& shard = table.shards.at(1);
   ASSERT_TRUE(arrays.at(1).offsets.direct);
-  ExpectReadErrorNamed(arrays.at(1).offsets.byte_offset + shard.docs / 2 * 8, "/doc_offsets");
+  ExpectReadErrorNamed(arrays.at(1).offsets.byte_offset + shard.docs / 2 * 8, "/doc_offsets",
+                       /*deal_max_docs=*/0);
+}
+
+// A dealt dataset's sizes are read when the Loader is made: a read error there is every rank's,
+// named as the reading thread would name it.
+TEST_F(FaultsTest, ReadErrorInADealtDatasetsOffsetsFailsTheLoaderOnEveryRank) {
+  std::vector<ArrayLocations> arrays;
+  const CorpusTable table = DiscoverCorpus(comm_, Config().data, &arrays);
+  const ShardInfo& shard = table.shards.at(1);
+  ScopedFaultPlan plan(fmt::format("pread:{}:@{}", shard.path,
+                                   arrays.at(1).offsets.byte_offset + shard.docs / 2 * 8));
+  try {
+    Loader loader(MPI_COMM_WORLD, Config());
+    ADD_FAILURE() << "a Loader was made over a failing read of " << shard.path;
+  } catch (const IoError& e) {
+    EXPECT_TRUE(e.collective());
+    ExpectMentions(e.what(), table.root + "/" + shard.path + " (dataset a): reading /doc_offsets[");
+    ExpectMentions(e.what(), "Input/output error");
+  }
 }
 
 TEST_F(FaultsTest, ShardGrowingDuringTheRunIsDetected) {

@@ -7,9 +7,12 @@
 // Every corpus here has unique token values (`stoker synth --unique-tokens`, or made by hand the
 // same way), so a rank's stream can be cut back into documents and every document named.
 // A rank delivers all of its share of a dataset's epoch e before any document of epoch e + 1
-// (packing/row_planner.h), and its share is the documents of the logical shards it owns
-// (order/partition.h): the n-th share-sized run of a rank's documents of a dataset is its part of
-// epoch n, and over the ranks those parts must be the whole dataset, each document once.
+// (packing/row_planner.h). A walked dataset's share is the documents of the logical shards the
+// rank owns (order/partition.h): the n-th share-sized run of a rank's documents of a dataset is its
+// part of epoch n. A dealt one's (LoaderConfig::deal_max_docs) varies: the epochs the pieces
+// name (checked to be the documents the tokens show) cut a rank's documents, and a rank that began
+// a document of epoch n + 1 began all of its part of epoch n. Over the ranks those parts must be
+// the whole dataset, each document once.
 #include "stoker/loader.h"
 
 #include <fmt/format.h>
@@ -18,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -107,7 +111,13 @@ class StreamChecker {
  public:
   StreamChecker(const CorpusTruth& truth, const LoaderConfig& config, int64_t eos,
                 std::optional<int64_t> bos)
-      : truth_(truth), config_(config), eos_(eos), bos_(bos), begun_(truth.dataset_docs.size()) {}
+      : truth_(truth),
+        config_(config),
+        eos_(eos),
+        bos_(bos),
+        begun_(truth.dataset_docs.size()),
+        epochs_(begun_.size()),
+        named_(begun_.size()) {}
 
   void Add(const Batch& batch) {
     const uint64_t index = reported_.size();
@@ -121,8 +131,15 @@ class StreamChecker {
     EXPECT_EQ(sum, batch.rows * batch.row_tokens) << "step " << batch.step;
     reported_.push_back(batch.dataset_tokens);
     counted_.emplace_back(begun_.size(), 0);
+    pieces_ = batch.pieces;
+    for (const DocPiece& piece : batch.pieces) {
+      if (piece.first > 0) continue;
+      named_.at(piece.dataset)
+          .push_back(
+              {piece.doc, piece.epoch, index, piece.row * batch.row_tokens + piece.row_offset});
+    }
     for (size_t i = 0; i < batch.tokens.size() && !broken_; ++i) {
-      if (std::string why = Take(batch.tokens[i], index); !why.empty()) {
+      if (std::string why = Take(batch.tokens[i], index, i); !why.empty()) {
         ADD_FAILURE() << fmt::format("step {}, row {}, column {}: token {}: {}", batch.step,
                                      i / batch.row_tokens, i % batch.row_tokens, batch.tokens[i],
                                      why);
@@ -144,6 +161,8 @@ class StreamChecker {
 
   // Per dataset: numbers of the documents begun, in order (a rank's walk's order).
   const std::vector<std::vector<uint64_t>>& begun() const { return begun_; }
+  // Per dataset: the epoch of each of them, as the batch's pieces name it.
+  const std::vector<std::vector<uint64_t>>& epochs() const { return epochs_; }
   // Every completed document (index into truth.docs), in order.
   const std::vector<uint32_t>& sequence() const { return sequence_; }
   uint64_t tokens() const { return reported_.size() * config_.batch_size * (config_.seq_len + 1); }
@@ -159,24 +178,47 @@ class StreamChecker {
   struct Open {
     const CorpusTruth::Doc* doc = nullptr;
     uint64_t at = 0;
-    uint64_t bos_batch = 0;
+    uint64_t bos_batch = 0, bos_at = 0;  // where its BOS is: batch, index in its tokens
+  };
+  // The piece of the current batch that holds its token `at`, if any.
+  const DocPiece* PieceAt(uint64_t at) const {
+    const uint64_t row = at / (config_.seq_len + 1), column = at % (config_.seq_len + 1);
+    for (const DocPiece& p : pieces_) {
+      if (p.row == row && p.row_offset <= column && column < p.row_offset + p.count) return &p;
+    }
+    return nullptr;
+  }
+
+  // A piece that begins a document: its batch and index in the batch's tokens.
+  struct Begin {
+    uint64_t doc = 0, epoch = 0, batch = 0, at = 0;
   };
 
-  std::string Take(int64_t token, uint64_t batch) {
-    const bool after_bos = after_bos_;
-    after_bos_ = false;
+  std::string Take(int64_t token, uint64_t batch, uint64_t at) {
     if (bos_ && token == *bos_) {
-      open_.push_back({.bos_batch = batch});
-      after_bos_ = true;
+      open_.push_back({.bos_batch = batch, .bos_at = at});
       return {};
     }
     if (const CorpusTruth::Doc* doc = truth_.StartingAt(token); doc != nullptr) {
+      // The piece of its framed position 0 (the BOS's, with BOS: another document's first token
+      // may come between the BOS and its own).
+      std::deque<Begin>& named = named_[doc->dataset];
+      const auto piece = std::find_if(named.begin(), named.end(),
+                                      [&](const Begin& b) { return b.doc == doc->number; });
+      if (piece == named.end()) {
+        return fmt::format("document {} of dataset {} begins, but no piece begins it", doc->number,
+                           doc->dataset);
+      }
       Open* open = nullptr;
-      if (bos_) {  // the BOS just before it, else the one whose document was cut after it
-        const auto bos = after_bos ? open_.end() - 1
-                                   : std::find_if(open_.begin(), open_.end(),
-                                                  [](const Open& o) { return o.doc == nullptr; });
-        if (bos == open_.end()) return fmt::format("a document begun without BOS {}", *bos_);
+      if (bos_) {
+        const auto bos = std::find_if(open_.begin(), open_.end(), [&](const Open& o) {
+          return o.doc == nullptr && o.bos_batch == piece->batch && o.bos_at == piece->at;
+        });
+        if (bos == open_.end()) {
+          return fmt::format(
+              "document {} of dataset {} begun with no BOS {} where its piece begins", doc->number,
+              doc->dataset, *bos_);
+        }
         open = &*bos;
         ++counted_[open->bos_batch][doc->dataset];
       } else {
@@ -186,6 +228,8 @@ class StreamChecker {
       open->at = 1;
       ++counted_[batch][doc->dataset];
       begun_[doc->dataset].push_back(doc->number);
+      epochs_[doc->dataset].push_back(piece->epoch);
+      named.erase(piece);
       return {};
     }
     const auto going_on = std::find_if(open_.begin(), open_.end(), [&](const Open& o) {
@@ -193,8 +237,13 @@ class StreamChecker {
              token == o.doc->first + static_cast<int64_t>(o.at);
     });
     if (going_on == open_.end() && token == eos_) {  // the EOS id may be a token of a document
-      const auto ended = std::find_if(open_.begin(), open_.end(), [](const Open& o) {
-        return o.doc != nullptr && o.at == o.doc->length;
+      // Whose: several documents may be whole, their EOS cut off by a step's end; the piece
+      // there names one of them.
+      const DocPiece* piece = PieceAt(at);
+      const auto ended = std::find_if(open_.begin(), open_.end(), [&](const Open& o) {
+        return o.doc != nullptr && o.at == o.doc->length &&
+               (piece == nullptr ||
+                (o.doc->dataset == piece->dataset && o.doc->number == piece->doc));
       });
       if (ended == open_.end()) return fmt::format("EOS {} where no document is whole", eos_);
       const CorpusTruth::Doc* doc = ended->doc;
@@ -222,9 +271,10 @@ class StreamChecker {
   int64_t eos_;
   std::optional<int64_t> bos_;
   std::vector<Open> open_;
-  bool after_bos_ = false;  // the last token was a BOS
   bool broken_ = false;
-  std::vector<std::vector<uint64_t>> begun_;
+  std::vector<std::vector<uint64_t>> begun_, epochs_;
+  std::vector<DocPiece> pieces_;          // the current batch's
+  std::vector<std::deque<Begin>> named_;  // per dataset: documents to begin, as pieces name them
   std::vector<uint32_t> sequence_;
   std::vector<std::vector<uint64_t>> reported_, counted_;  // per batch, per dataset
 };
@@ -276,23 +326,56 @@ std::vector<uint64_t> GatherAll(const mpi::Comm& comm, const std::vector<uint64_
   return all;
 }
 
+// Whether `config` deals dataset `d` of `truth` (LoaderConfig::deal_max_docs).
+bool Dealt(const CorpusTruth& truth, const LoaderConfig& config, uint32_t d) {
+  return truth.dataset_docs[d] <= config.deal_max_docs;
+}
+
+// Whether this rank has begun all of its part of epochs 0 to `epoch` of dataset `d`.
+bool PassedEpoch(const CorpusTruth& truth, const LoaderConfig& config, const mpi::Comm& comm,
+                 const StreamChecker& checker, uint32_t d, uint64_t epoch) {
+  if (Dealt(truth, config, d)) {
+    return !checker.epochs()[d].empty() && checker.epochs()[d].back() > epoch;
+  }
+  const uint64_t share =
+      EpochShare(truth.dataset_docs[d], config.logical_shards, comm.size(), comm.rank());
+  return checker.begun()[d].size() >= (epoch + 1) * share;
+}
+
+// This rank's part of epoch `epoch` of dataset `d`, in order; a failure when it has not begun all
+// of it.
+std::vector<uint64_t> EpochPart(const CorpusTruth& truth, const LoaderConfig& config,
+                                const mpi::Comm& comm, const StreamChecker& checker, uint32_t d,
+                                uint64_t epoch) {
+  const auto& done = checker.begun()[d];
+  std::vector<uint64_t> mine;
+  if (!PassedEpoch(truth, config, comm, checker, d, epoch)) {
+    ADD_FAILURE() << fmt::format("rank {} began {} documents of dataset {}: not all of epoch {}",
+                                 comm.rank(), done.size(), d, epoch);
+    return mine;
+  }
+  if (Dealt(truth, config, d)) {
+    const auto& epochs = checker.epochs()[d];
+    EXPECT_TRUE(std::is_sorted(epochs.begin(), epochs.end()))
+        << "rank " << comm.rank() << " began a document of dataset " << d
+        << " before one of an earlier epoch";
+    for (size_t i = 0; i < done.size(); ++i) {
+      if (epochs[i] == epoch) mine.push_back(done[i]);
+    }
+    return mine;
+  }
+  const uint64_t share =
+      EpochShare(truth.dataset_docs[d], config.logical_shards, comm.size(), comm.rank());
+  return {done.begin() + epoch * share, done.begin() + (epoch + 1) * share};
+}
+
 // Collective. Epoch `epoch` of dataset `d` (no empty documents) gathered over the ranks must be
 // every document of the dataset exactly once.
 void ExpectEpochExactlyOnce(const mpi::Comm& comm, const CorpusTruth& truth,
-                            const StreamChecker& checker, uint64_t logical_shards, uint32_t d,
+                            const StreamChecker& checker, const LoaderConfig& config, uint32_t d,
                             uint64_t epoch) {
   const uint64_t n = truth.dataset_docs[d];
-  const uint64_t share = EpochShare(n, logical_shards, comm.size(), comm.rank());
-  const auto& done = checker.begun()[d];
-  std::vector<uint64_t> mine;
-  if (done.size() >= (epoch + 1) * share) {
-    mine.assign(done.begin() + epoch * share, done.begin() + (epoch + 1) * share);
-  } else {
-    ADD_FAILURE() << fmt::format(
-        "rank {} began {} documents of dataset {}: fewer than {} "
-        "epochs of its share of {}",
-        comm.rank(), done.size(), d, epoch + 1, share);
-  }
+  const std::vector<uint64_t> mine = EpochPart(truth, config, comm, checker, d, epoch);
   std::vector<uint64_t> times(n, 0);
   for (uint64_t doc : GatherAll(comm, mine)) ++times.at(doc);
   std::vector<uint64_t> wrong;
@@ -300,10 +383,10 @@ void ExpectEpochExactlyOnce(const mpi::Comm& comm, const CorpusTruth& truth,
     if (times[doc] != 1) wrong.push_back(doc);
   }
   EXPECT_TRUE(wrong.empty()) << fmt::format(
-      "dataset {}, epoch {}, {} ranks, {} logical shards: {} of {} documents not delivered "
-      "exactly once, e.g. document {} {} times",
-      d, epoch, comm.size(), logical_shards, wrong.size(), n, wrong.empty() ? 0 : wrong[0],
-      wrong.empty() ? 0 : times[wrong[0]]);
+      "dataset {} ({}), epoch {}, {} ranks, {} logical shards: {} of {} documents not "
+      "delivered exactly once, e.g. document {} {} times",
+      d, Dealt(truth, config, d) ? "dealt" : "walked", epoch, comm.size(), config.logical_shards,
+      wrong.size(), n, wrong.empty() ? 0 : wrong[0], wrong.empty() ? 0 : times[wrong[0]]);
 }
 
 class LoaderTest : public ::testing::Test {
@@ -351,17 +434,27 @@ TEST_F(LoaderTest, EveryDocumentOncePerEpochWithWeightsAndLogicalShards) {
     std::map<std::string, double> weights;
     std::optional<int64_t> bos;
     uint64_t seq_len, batch_size;
+    uint64_t deal_max_docs;  // 0: all walked
   };
-  const std::vector<Case> cases = {{7, weights, std::nullopt, 64, 4},
-                                   {100, weights, truth.tokens + 1, 100, 3},
-                                   {LoaderConfig().logical_shards, {}, std::nullopt, 255, 2}};
+  const uint64_t all = LoaderConfig().logical_shards;
+  // b (about 120 documents) dealt, beside a and c walked.
+  const uint64_t b_dealt = truth.dataset_docs[1];
+  ASSERT_LT(b_dealt, std::min(truth.dataset_docs[0], truth.dataset_docs[2]));
+  const std::vector<Case> cases = {{7, weights, std::nullopt, 64, 4, 0},
+                                   {100, weights, truth.tokens + 1, 100, 3, 0},
+                                   {all, {}, std::nullopt, 255, 2, 0},
+                                   {7, weights, std::nullopt, 64, 4, b_dealt},
+                                   {100, weights, truth.tokens + 1, 100, 3, b_dealt},
+                                   {all, {}, std::nullopt, 255, 2, LoaderConfig().deal_max_docs}};
   for (const Case& c : cases) {
-    SCOPED_TRACE(fmt::format("{} logical shards, {} weights, BOS {}", c.logical_shards,
-                             c.weights.empty() ? "default" : "given", c.bos.has_value()));
+    SCOPED_TRACE(fmt::format("{} logical shards, {} weights, BOS {}, deal_max_docs {}",
+                             c.logical_shards, c.weights.empty() ? "default" : "given",
+                             c.bos.has_value(), c.deal_max_docs));
     LoaderConfig config = Config(data, c.seq_len, c.batch_size);
     config.logical_shards = c.logical_shards;
     config.weights = c.weights;
     config.bos_id = c.bos;
+    config.deal_max_docs = c.deal_max_docs;
     Loader loader(MPI_COMM_WORLD, config);
     EXPECT_EQ(loader.eos_id(), truth.tokens);  // the corpus's eos_id attribute
     EXPECT_EQ(loader.bos_id(), c.bos);
@@ -373,26 +466,19 @@ TEST_F(LoaderTest, EveryDocumentOncePerEpochWithWeightsAndLogicalShards) {
       EXPECT_NEAR(loader.weights().at(d), expected, 1e-12);
     }
     StreamChecker checker(truth, config, loader.eos_id(), c.bos);
-    std::vector<uint64_t> shares;
-    for (uint32_t d = 0; d < 3; ++d) {
-      shares.push_back(
-          EpochShare(truth.dataset_docs[d], c.logical_shards, comm_.size(), comm_.rank()));
-    }
     // Two epochs of every dataset and the first document of a third.
     Pull(loader, &checker, 5000, [&] {
       for (uint32_t d = 0; d < 3; ++d) {
-        if (checker.begun()[d].size() <= 2 * shares[d]) return false;
+        if (!PassedEpoch(truth, config, comm_, checker, d, 1)) return false;
       }
       return true;
     });
     for (uint32_t d = 0; d < 3; ++d) {
-      // Epoch 0 holds no repeat, and it ends where the first repeat can come at the earliest.
-      const auto& done = checker.begun()[d];
-      const std::set<uint64_t> first(done.begin(), done.begin() + std::min(shares[d], done.size()));
-      EXPECT_EQ(first.size(), std::min(shares[d], done.size())) << "a repeat in epoch 0";
-      for (uint64_t epoch : {0, 1}) {
-        ExpectEpochExactlyOnce(comm_, truth, checker, c.logical_shards, d, epoch);
-      }
+      // This rank's part of epoch 0 holds no repeat.
+      const std::vector<uint64_t> part = EpochPart(truth, config, comm_, checker, d, 0);
+      EXPECT_EQ(std::set<uint64_t>(part.begin(), part.end()).size(), part.size())
+          << "a repeat in epoch 0";
+      for (uint64_t epoch : {0, 1}) ExpectEpochExactlyOnce(comm_, truth, checker, config, d, epoch);
     }
   }
 }
@@ -423,7 +509,9 @@ TEST_F(LoaderTest, SameConfigSameBatchesAndEveryEpochItsOwnOrder) {
   }
   // One dataset: the rank's documents of epoch 1 come in another order than those of epoch 0.
   // With one logical shard per rank nothing interleaves: the order is the epoch's permutation.
+  // (Walked: a rank's part of every epoch is the same documents.)
   config.weights = {{"a", 1}};
+  config.deal_max_docs = 0;
   for (uint64_t logical_shards : {static_cast<uint64_t>(comm_.size()), uint64_t{13}}) {
     SCOPED_TRACE(fmt::format("{} logical shards", logical_shards));
     config.logical_shards = logical_shards;
@@ -445,7 +533,7 @@ TEST_F(LoaderTest, SameConfigSameBatchesAndEveryEpochItsOwnOrder) {
       }
     }
     for (uint64_t epoch : {0, 1}) {
-      ExpectEpochExactlyOnce(comm_, truth, checker, logical_shards, 0, epoch);
+      ExpectEpochExactlyOnce(comm_, truth, checker, config, 0, epoch);
     }
   }
 }
@@ -475,7 +563,7 @@ TEST_F(LoaderTest, TokenSharesFollowTheWeightsAndASmallDatasetIsUpsampled) {
   // Every epoch is whole: three of a and b, twenty of c (which wrapped many times).
   for (uint32_t d = 0; d < 3; ++d) {
     for (uint64_t epoch = 0; epoch < (d == 2 ? 20u : 3u); ++epoch) {
-      ExpectEpochExactlyOnce(comm_, truth, checker, config.logical_shards, d, epoch);
+      ExpectEpochExactlyOnce(comm_, truth, checker, config, d, epoch);
     }
   }
 }
@@ -495,9 +583,7 @@ TEST_F(LoaderTest, NeighbouringDocumentsShareAFileNoMoreOftenThanChance) {
     config.logical_shards = logical_shards;
     Loader loader(MPI_COMM_WORLD, config);
     StreamChecker checker(truth, config, loader.eos_id(), std::nullopt);
-    const uint64_t share =
-        EpochShare(truth.docs.size(), logical_shards, comm_.size(), comm_.rank());
-    Pull(loader, &checker, 5000, [&] { return checker.begun()[0].size() >= 5 * share; });
+    Pull(loader, &checker, 5000, [&] { return PassedEpoch(truth, config, comm_, checker, 0, 4); });
     const auto& sequence = checker.sequence();
     std::set<uint32_t> first_files;
     for (size_t i = 0; i < std::min<size_t>(100, sequence.size()); ++i) {
@@ -766,10 +852,9 @@ TEST_F(LoaderTest, BoundaryFieldsFollowThePiecesEvenWhereADocumentHoldsTheEosId)
     Loader loader(MPI_COMM_WORLD, config);
     StreamChecker checker(truth, config, eos, bos);
     uint64_t eos_in_body = 0;
-    const uint64_t share =
-        EpochShare(truth.dataset_docs[0], config.logical_shards, comm_.size(), comm_.rank());
     bool broken = false;  // a failure is reported, never thrown: every rank reaches GatherAll
-    for (int n = 0; n < 100000 && !broken && checker.begun()[0].size() < share; ++n) {
+    for (int n = 0; n < 100000 && !broken && !PassedEpoch(truth, config, comm_, checker, 0, 0);
+         ++n) {
       const std::optional<Batch> batch = loader.Next();
       checker.Add(*batch);
       broken = !CheckPieceTokens(truth, *batch, eos, bos, &eos_in_body);

@@ -35,7 +35,7 @@ using testing::ExpectEpochZeroExactlyOnce;
 using testing::ExpectSameStream;
 using testing::ExpectTokensMatchPieces;
 using testing::Pull;
-using testing::PullPastEpochZero;
+using testing::Stage;
 using testing::Stream;
 using testing::Truth;
 
@@ -225,32 +225,6 @@ TEST_F(MixingTest, SameSizeResumeIsBitExactBeforeAtAndAfterAJumpAndInARamp) {
   }
 }
 
-// One stage of a chain: ranks [0, ranks) resume from `from` (empty: start), pull to `to` (or
-// past epoch 0 when 0) and save to `save`; the other ranks wait. Returns this rank's batches.
-Stream Stage(const mpi::Comm& world, const LoaderConfig& base, int ranks, const std::string& from,
-             uint64_t to, const std::string& save) {
-  Stream stream;
-  MPI_Comm sub = MPI_COMM_NULL;
-  MPI_Comm_split(MPI_COMM_WORLD, world.rank() < ranks ? 0 : MPI_UNDEFINED, world.rank(), &sub);
-  if (sub != MPI_COMM_NULL) {
-    try {
-      LoaderConfig config = base;
-      config.resume_from = from;
-      Loader loader(sub, config);
-      stream = to == 0 ? PullPastEpochZero(loader) : Pull(loader, to - loader.step());
-      if (!save.empty()) {
-        loader.Save(save);
-        loader.WaitForSave();
-      }
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "stage on " << ranks << " ranks from '" << from << "': " << e.what();
-    }
-    MPI_Comm_free(&sub);
-  }
-  world.Barrier();
-  return stream;
-}
-
 TEST_F(MixingTest, EveryTokenOnceOverResumesOnOtherRankCountsAcrossChanges) {
   const int w = comm_.size();
   const int fewer = std::max(1, w - 1);
@@ -258,11 +232,12 @@ TEST_F(MixingTest, EveryTokenOnceOverResumesOnOtherRankCountsAcrossChanges) {
   // third resume (steps not yet run); the last stage on one rank reads to the end of epoch 0.
   const std::string changed = "0:a=0.6,b=0.3,c=0.1;40:a=0.1,b=0.2,c=0.7;100:b=1;~170:a=1,b=1,c=1";
   const std::vector<Stream> streams = {
-      Stage(comm_, Config(), w, "", 30, dir_ / "chain/one/step-30"),
-      Stage(comm_, Config(), fewer, dir_ / "chain/one/step-30", 120, dir_ / "chain/two/step-120"),
-      Stage(comm_, Config(changed), w, dir_ / "chain/two/step-120", 150,
+      Stage(comm_, truth_, Config(), w, "", 30, dir_ / "chain/one/step-30"),
+      Stage(comm_, truth_, Config(), fewer, dir_ / "chain/one/step-30", 120,
+            dir_ / "chain/two/step-120"),
+      Stage(comm_, truth_, Config(changed), w, dir_ / "chain/two/step-120", 150,
             dir_ / "chain/three/step-150"),
-      Stage(comm_, Config(changed), 1, dir_ / "chain/three/step-150", 0, ""),
+      Stage(comm_, truth_, Config(changed), 1, dir_ / "chain/three/step-150", 0, ""),
   };
   std::vector<const Stream*> all;
   for (const Stream& s : streams) all.push_back(&s);

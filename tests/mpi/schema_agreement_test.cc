@@ -62,6 +62,7 @@ class SchemaAgreementTest : public ::testing::Test {
         {"--batch-size", {"3"}},
         {"--seed", {"99"}},
         {"--logical-shards", {"32"}},
+        {"--deal-max-docs", {"5"}},
         {"--layout", {fmt::format("dp={}", comm_.size())}},
         {"--tensor-parallel", {std::to_string(comm_.size())}},
         {"--context-parallel", {std::to_string(comm_.size())}},

@@ -54,7 +54,7 @@ def _make_config(data: str, *, weights: Optional[Mapping[str, float]] = None,
 
 
 # LoaderConfig's fields that a Loader takes as they are.
-_FIELDS = ("seq_len", "batch_size", "seed", "logical_shards", "eos_id", "bos_id", "prefetch",
+_FIELDS = ("seq_len", "batch_size", "seed", "logical_shards", "deal_max_docs", "eos_id", "bos_id", "prefetch",
            "io_engine", "direct_io", "read_ahead_bytes", "offset_cache_bytes", "layout",
            "replica_feed", "fields_by_stage")
 

@@ -92,6 +92,8 @@ class Loader:
     by tokens; datasets not named are not read); ``weight_schedule`` weights that change with the
     step (below; not with ``weights``); ``seq_len``; ``batch_size`` rows per rank;
     ``seed``; ``logical_shards`` (units of the order ranks own; any rank count up to it works);
+    ``deal_max_docs`` (a dataset of at most this many documents is dealt to the ranks, its
+    epochs the dataset's over all ranks; docs/loader.md, "Epochs");
     ``eos_id`` / ``bos_id`` (default: the corpus's eos_id attribute, no BOS); ``prefetch``
     finished batches kept ready; ``resume_from`` a checkpoint step folder to go on from (see
     ``prepare_resume``); ``comm``; ``boundaries`` and ``positions`` as above; ``io_depth``
@@ -135,6 +137,7 @@ class Loader:
                  weight_schedule: Optional[WeightSchedule] = None,
                  seq_len: int = _DEFAULT.seq_len, batch_size: int = _DEFAULT.batch_size,
                  seed: int = _DEFAULT.seed, logical_shards: int = _DEFAULT.logical_shards,
+                 deal_max_docs: int = _DEFAULT.deal_max_docs,
                  eos_id: Optional[int] = None, bos_id: Optional[int] = None,
                  prefetch: int = _DEFAULT.prefetch,
                  resume_from: Optional[str] = None, comm: Optional[MPI.Comm] = None,
@@ -148,7 +151,7 @@ class Loader:
         config = _make_config(
             data, weights=weights, weight_schedule=weight_schedule, seq_len=seq_len,
             batch_size=batch_size, seed=seed,
-            logical_shards=logical_shards, eos_id=eos_id, bos_id=bos_id, prefetch=prefetch,
+            logical_shards=logical_shards, deal_max_docs=deal_max_docs, eos_id=eos_id, bos_id=bos_id, prefetch=prefetch,
             boundaries=boundaries, positions=positions, io_depth=io_depth, io_engine=io_engine,
             direct_io=direct_io, read_ahead_bytes=read_ahead_bytes,
             offset_cache_bytes=offset_cache_bytes, layout=layout, replica_feed=replica_feed,
