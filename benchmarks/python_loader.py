@@ -2,8 +2,9 @@
 run`): seconds from the start of the process to `import stoker` done, to the loader constructed
 and to its first batch; then tokens per second of a loop that only takes batches (no training),
 counted as `stoker run` counts them (batch_size x (seq_len + 1) a step). Prints one JSON line.
+The batches are torch tensors, or numpy arrays with --tensors numpy (torch is then not imported).
 
-    mpirun -np 1 /usr/bin/python3 benchmarks/python_loader.py --data CORPUS --steps N
+    mpirun -np 1 /usr/bin/python3 benchmarks/python_loader.py --data CORPUS --steps N [--tensors T]
 """
 
 import time
@@ -24,8 +25,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--seq-len", type=int, default=4096)
     parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--tensors", choices=("torch", "numpy"), default="torch")
     args = parser.parse_args()
-    loader = stoker.Loader(args.data, seq_len=args.seq_len, batch_size=args.batch_size)
+    loader = stoker.Loader(args.data, seq_len=args.seq_len, batch_size=args.batch_size,
+                           tensors=args.tensors)
     built = time.perf_counter()
     next(loader)
     first = time.perf_counter()

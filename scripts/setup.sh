@@ -33,9 +33,9 @@ packages=(
   python3
   # h5py: tests write shards as other tools do (tests/cli/foreign_corpus.sh).
   python3-h5py
-  # The Python package `stoker` (src/python): pybind11, and Debian's own PyTorch (the same
-  # libtorch as libtorch-dev), mpi4py (on Debian's Open MPI) and pytest for its tests.
-  pybind11-dev python3-pybind11 python3-torch python3-mpi4py python3-pytest
+  # The Python package `stoker` (src/python): pybind11, numpy (its batches' arrays), mpi4py (on
+  # Debian's Open MPI), and for its tests Debian's PyTorch (tensors made of the arrays) and pytest.
+  pybind11-dev python3-pybind11 python3-numpy python3-torch python3-mpi4py python3-pytest
   # libtorch links the reference BLAS by default; OpenBLAS takes its place (through Debian's
   # alternatives) and makes the example trainer's steps about 12x faster.
   libopenblas0-pthread

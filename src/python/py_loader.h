@@ -1,9 +1,11 @@
 // PyLoader: the Loader as the module _stoker holds it, with what Python needs around it: calls
 // serialized (one at a time, each waiting for the one before, the GIL released meanwhile), the
 // batch waited for in slices between which the signal handlers run (Ctrl-C reaches the trainer
-// while storage is slow), the batch handed over as a dict of torch tensors that own the loader's
-// buffers, its piece trace when asked for. stoker_module.cc binds it as _stoker.Loader; the run
-// session's binding (session_binding.h) takes its batches through it.
+// while storage is slow), the batch handed over as a dict of numpy arrays that own the loader's
+// buffers (or of what a converter the package gives makes of them: torch tensors that share
+// them), its piece trace when asked for. No libtorch: any PyTorch the caller has takes the arrays.
+// stoker_module.cc binds it as _stoker.Loader; the run session's binding (session_binding.h) takes
+// its batches through it.
 #pragma once
 
 #include <mpi.h>
@@ -19,7 +21,6 @@
 #include <vector>
 
 #include "stoker/loader.h"
-#include "stoker/torch.h"
 #include "stoker/trace.h"
 
 namespace stoker::python {
@@ -53,8 +54,13 @@ using TakeBatch = std::function<bool(std::chrono::milliseconds, std::optional<Ba
 // from: a resume in place (Resume) before it moves no earlier run's trace aside.
 class PyLoader {
  public:
-  // Collective over `comm`.
+  // Collective over `comm`; called with the GIL released.
   PyLoader(int64_t comm, const LoaderConfig& config, std::string trace_dir);
+
+  // What each array of a batch becomes: None (the array as it is), or a callable of C code
+  // (torch.from_numpy) applied to it: no Python bytecode runs between the batch taken and the
+  // dict handed over, so no signal handler can lose it. With the GIL held.
+  void SetConvert(py::object convert) { convert_ = std::move(convert); }
 
   // Runs `work()` with the GIL released and this loader's lock held, waiting for the lock in
   // slices between which the signal handlers run.
@@ -82,7 +88,9 @@ class PyLoader {
  private:
   // The batch as the package hands it over (stoker/loader.py documents the keys). The keys and
   // the dataset names are Python strings made once.
-  py::dict BatchDict(const TensorBatch& batch);
+  py::dict BatchDict(Batch&& batch);
+  // `array` as handed over: converted, or itself.
+  py::object Hand(const py::object& array) const;
   void MakeKeys();
 
   int64_t comm_;  // the caller's communicator, for the trace's collective opening
@@ -97,6 +105,7 @@ class PyLoader {
   uint64_t taken_ = 0;  // batches taken from this object (a Resume included)
   uintptr_t last_tokens_buffer_ = 0;
   std::optional<BatchKeys> keys_;  // made with the GIL held, on first use
+  py::object convert_;             // None or a callable
 };
 
 }  // namespace stoker::python

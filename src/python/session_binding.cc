@@ -61,8 +61,9 @@ auto CallPython(Call&& call) {
   try {
     return call();
   } catch (py::error_already_set& e) {
-    const std::string what = fmt::format("{}: {}", py::str(e.type().attr("__name__")).cast<std::string>(),
-                                         py::str(e.value()).cast<std::string>());
+    const std::string what =
+        fmt::format("{}: {}", py::str(e.type().attr("__name__")).cast<std::string>(),
+                    py::str(e.value()).cast<std::string>());
     if (e.matches(PyExc_OSError)) throw IoError(what);
     throw Error(what);
   }
@@ -124,17 +125,16 @@ void BindRunSession(py::module_& m) {
       .def("finish", &Self::Finish)
       .def_property_readonly("running", [](Self& s) { return s.session().Running(); })
       .def("stop_requested", [](Self& s) { return s.session().StopRequested(); })
-      .def("stop_together", [](Self& s) { return s.session().StopTogether(); },
-           py::call_guard<py::gil_scoped_release>())
-      .def_property_readonly("loader_config",
-                             [](Self& s) { return s.session().loader_config(); })
+      .def(
+          "stop_together", [](Self& s) { return s.session().StopTogether(); },
+          py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("loader_config", [](Self& s) { return s.session().loader_config(); })
       .def_property_readonly("resumed_from", [](Self& s) { return s.session().resumed_from(); })
       .def_property_readonly("saved_world", [](Self& s) { return s.session().saved_world(); })
       .def_property_readonly("start_step", [](Self& s) { return s.session().start_step(); })
       .def_property_readonly("seconds", [](Self& s) { return s.session().seconds(); })
       .def_property_readonly("waiting", [](Self& s) { return s.session().waiting(); })
-      .def_property_readonly("stopped_early",
-                             [](Self& s) { return s.session().stopped_early(); });
+      .def_property_readonly("stopped_early", [](Self& s) { return s.session().stopped_early(); });
 }
 
 }  // namespace
@@ -148,18 +148,17 @@ void BindSession(py::module_& m) {
     InstallStopHandlers();
     if (pending != 0) std::raise(pending);
   });
-  m.def(
-      "check_run_settings",
-      [](int64_t comm, const RunSettings& settings, py::object more, const std::string& program) {
-        const auto problems = [&] {
-          return CallPython([&] {
-            return more.is_none() ? std::vector<std::string>()
-                                  : more().cast<std::vector<std::string>>();
-          });
-        };
-        py::gil_scoped_release release;
-        return CheckRunSettings(CommOf(comm), settings, problems, program);
-      });
+  m.def("check_run_settings",
+        [](int64_t comm, const RunSettings& settings, py::object more, const std::string& program) {
+          const auto problems = [&] {
+            return CallPython([&] {
+              return more.is_none() ? std::vector<std::string>()
+                                    : more().cast<std::vector<std::string>>();
+            });
+          };
+          py::gil_scoped_release release;
+          return CheckRunSettings(CommOf(comm), settings, problems, program);
+        });
 }
 
 }  // namespace stoker::python

@@ -1,8 +1,9 @@
 // _stoker: the C++ side of the Python package `stoker` (src/python/stoker/ is the side users see,
 // and documents every call). It binds LoaderConfig (config_binding.h), the Loader (PyLoader,
 // py_loader.h) and the run session (session_binding.h), turns stoker's errors into the package's
-// exceptions (stoker.Error and its kinds), and hands each batch over as a dict of torch tensors
-// that own the loader's buffers: no copy.
+// exceptions (stoker.Error and its kinds), and hands each batch over as a dict of numpy arrays
+// that own the loader's buffers, or of what the package's converter makes of them (torch
+// tensors that share them): no copy, and no libtorch in the module.
 //
 // Python threads may share a loader: its calls are serialized (one at a time, each waiting for
 // the one before). Every call that waits -- construction and the resume helpers, which are
@@ -16,7 +17,6 @@
 #include <mpi.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
-#include <torch/csrc/utils/pybind.h>
 
 #include <cstdint>
 #include <map>
@@ -76,6 +76,7 @@ void BindLoader(py::module_& m) {
   py::class_<PyLoader>(m, "Loader")
       .def(py::init<int64_t, const LoaderConfig&, std::string>(),
            py::call_guard<py::gil_scoped_release>())
+      .def("set_convert", &Self::SetConvert)
       .def("next", [](Self& s) { return s.Next(); })
       .def("__next__", [](Self& s) { return s.Next(); })
       .def("__iter__", [](py::object self) { return self; })

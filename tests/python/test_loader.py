@@ -1,9 +1,12 @@
-"""stoker.Loader against the C++ loader: the same stream byte for byte, tensors that are the
+"""stoker.Loader against the C++ loader: the same stream byte for byte as torch tensors and as
+numpy arrays (and in a process where torch cannot be imported), tensors and arrays that are the
 loader's own memory, the boundary fields, errors raised on every rank, the GIL released while a
 batch is awaited, the DataLoader wrapper, and the documentation a user sees."""
 
 import inspect
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -11,23 +14,57 @@ import pytest
 import torch
 
 import stoker
-from conftest import WORLD, agree, loader
+from conftest import WORLD, agree, loader, once
 from spinner import Spinner
 
 
-def test_the_stream_is_the_cpp_loaders_byte_for_byte(corpus):
+@pytest.mark.parametrize("tensors", ["torch", "numpy"])
+def test_the_stream_is_the_cpp_loaders_byte_for_byte(corpus, tensors):
     # run.sh: `stoker run --dump` of the same configuration, 40 steps, at this world size.
     rows = np.fromfile(os.path.join(os.environ["STOKER_TEST_DUMP"], f"rank-{WORLD.rank}.bin"),
                        dtype="<i8").reshape(-1, 32)
     assert len(rows) == 40 * 3
-    stream = loader(corpus)
+    stream = loader(corpus, tensors=tensors)
+    kind = torch.Tensor if tensors == "torch" else np.ndarray
     differ = []
     for step in range(40):
         batch = next(stream)
-        if batch["step"] != step + 1 or not np.array_equal(batch["tokens"].numpy(),
-                                                          rows[3 * step:3 * step + 3]):
+        if (batch["step"] != step + 1 or not isinstance(batch["tokens"], kind)
+                or not np.array_equal(np.asarray(batch["tokens"]), rows[3 * step:3 * step + 3])):
             differ.append(step + 1)
     agree(not differ, f"batches of steps {differ[:5]} differ from `stoker run --dump`")
+
+
+@once
+def test_a_process_without_torch_streams_numpy_arrays(corpus, tmp_path):
+    # Plain processes (Open MPI's variables left out): `stoker run --dump` at one rank, then
+    # without_torch.py, where `import torch` fails, against it.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_"))}
+    dump = str(tmp_path / "dump")
+    subprocess.run([os.environ["STOKER"], "run", "--data", corpus, "--seq-len", "31",
+                    "--batch-size", "3", "--seed", "4", "--weights", "a=0.5,b=0.3,c=0.2",
+                    "--steps", "40", "--dump", dump], env=env, check=True, capture_output=True,
+                   timeout=120)
+    script = os.path.join(os.path.dirname(__file__), "without_torch.py")
+    done = subprocess.run([sys.executable, script, corpus, dump], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.stdout.strip() == "ok", done.stdout + done.stderr[-2000:]
+
+
+def test_arrays_are_the_loaders_memory(corpus):
+    stream = loader(corpus, tensors="numpy")
+    for _ in range(5):
+        batch = next(stream)
+        tokens = batch["tokens"]
+        assert stream._holds_filled_buffer(batch), "tokens is a copy of the loader's buffer"
+        assert isinstance(tokens, np.ndarray) and tokens.dtype == np.int64
+        assert tokens.shape == (3, 32) and tokens.flags.writeable
+        assert batch["input_ids"].ctypes.data == tokens.ctypes.data
+        assert batch["labels"].ctypes.data == tokens.ctypes.data + 8
+        assert np.array_equal(batch["labels"][:, :-1], batch["input_ids"][:, 1:])
+    # The arrays outlive the loader: each owns the buffer it was filled in.
+    del stream
+    assert np.array_equal(batch["input_ids"][:, 1:], batch["tokens"][:, 1:-1])
 
 
 def test_tensors_are_the_loaders_memory(corpus):

@@ -14,18 +14,18 @@ token lost and none repeated. The same loader as the C++ library (same order, sa
         ...
 
 ``help(stoker.Loader)`` explains the loader; docs/python.md in the source tree is the guide.
-Importing the package imports torch and initializes MPI through mpi4py, unless
-``mpi4py.rc.initialize`` was set to False first (a process that only checks settings with
-``config_problems``).
+Importing the package initializes MPI through mpi4py, unless ``mpi4py.rc.initialize`` was set
+to False first (a process that only checks settings with ``config_problems``). It does not import
+torch: a loader hands over torch tensors where torch can be imported (any PyTorch from 1.13 on),
+numpy arrays otherwise or with ``tensors="numpy"``; ``LoaderDataset`` imports torch when first
+used.
 """
 
-import torch  # first: the module hands over torch tensors
 from mpi4py import MPI  # noqa: F401  (initializes MPI before any loader is made)
 
 from ._stoker import (BusyError, ConfigError, DataError, Error, Hdf5Error, InternalError,
                       IoError, MpiError)
 from ._stoker import init_logging as _init_logging
-from .dataset import LoaderDataset
 from .config import config_problems, parse_weight_schedule, parse_weights
 from .loader import (LayoutComms, Loader, find_resume_step, layout_comms, prepare_fresh_start,
                      prepare_resume)
@@ -40,7 +40,14 @@ __all__ = [
     "InternalError",
 ]
 
-del torch  # imported for its side effect only (pyflakes sees the import used)
+
+def __getattr__(name: str):
+    """``LoaderDataset``, a torch ``IterableDataset``: imported (with torch) when first asked for."""
+    if name == "LoaderDataset":
+        from .dataset import LoaderDataset  # pylint: disable=import-outside-toplevel
+        return LoaderDataset
+    raise AttributeError(f"module 'stoker' has no attribute {name!r}")
+
 
 # The library's log lines (a resume, a rescale, warnings) on stderr, each with its world rank;
 # rank 0 logs progress, the others warnings and errors only.

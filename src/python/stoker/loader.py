@@ -23,6 +23,22 @@ Batch = Dict[str, Any]
 _STATE_FORMAT = "stoker.loader/1"
 
 
+def _converter(tensors: Optional[str]) -> Any:
+    """What each array of a batch goes through: ``torch.from_numpy`` (a tensor sharing its
+    memory) for "torch", None for "numpy"; by default torch where it can be imported."""
+    if tensors not in (None, "torch", "numpy"):
+        raise _stoker.ConfigError(f"tensors={tensors!r}: give \"torch\" or \"numpy\"")
+    if tensors == "numpy":
+        return None
+    try:
+        import torch  # pylint: disable=import-outside-toplevel
+    except ImportError as error:
+        if tensors is None:
+            return None
+        raise _stoker.ConfigError(f"tensors=\"torch\", but torch cannot be imported: {error}")
+    return torch.from_numpy
+
+
 def _handle(comm: Optional[MPI.Comm]) -> int:
     """The Fortran handle of an mpi4py communicator (the world by default)."""
     return (comm if comm is not None else MPI.COMM_WORLD).py2f()
@@ -60,8 +76,10 @@ class Loader:
     ``DataError``, ``IoError``, ...; all are ``stoker.Error``) carrying the same message as the C++
     loader. After that each rank iterates on its own; a background thread per rank reads ahead.
 
-    Iterating gives one dict of torch tensors (on the CPU) per training step, sharing the loader's
-    memory (no copy):
+    Iterating gives one dict per training step of torch tensors (on the CPU) or, with
+    ``tensors="numpy"`` (the default where torch cannot be imported), of numpy arrays (for JAX or
+    other frameworks), sharing the loader's memory (no copy; the compiled module has no libtorch:
+    any PyTorch from 1.13 on takes the arrays with ``torch.from_numpy``):
 
     - ``tokens``: int64 [batch_size, seq_len + 1], the packed rows;
     - ``input_ids`` and ``labels``: int64 [batch_size, seq_len], views of ``tokens`` without its
@@ -94,6 +112,7 @@ class Loader:
     ``seed``; ``logical_shards`` (units of the order ranks own; any rank count up to it works);
     ``deal_max_docs`` (a dataset of at most this many documents is dealt to the ranks, its
     epochs the dataset's over all ranks; docs/loader.md, "Epochs");
+    ``tensors`` ("torch", "numpy"; default torch where it can be imported);
     ``eos_id`` / ``bos_id`` (default: the corpus's eos_id attribute, no BOS); ``prefetch``
     finished batches kept ready; ``resume_from`` a checkpoint step folder to go on from (see
     ``prepare_resume``); ``comm``; ``boundaries`` and ``positions`` as above; ``io_depth``
@@ -147,7 +166,7 @@ class Loader:
                  offset_cache_bytes: Optional[int] = None, trace_dir: Optional[str] = None,
                  layout: Optional[str] = None, data_parallel_comm: Optional[MPI.Comm] = None,
                  replica_comm: Optional[MPI.Comm] = None, replica_feed: str = "broadcast",
-                 fields_by_stage: bool = False) -> None:
+                 fields_by_stage: bool = False, tensors: Optional[str] = None) -> None:
         config = _make_config(
             data, weights=weights, weight_schedule=weight_schedule, seq_len=seq_len,
             batch_size=batch_size, seed=seed,
@@ -160,13 +179,16 @@ class Loader:
         if data_parallel_comm is not None or replica_comm is not None:
             config.set_layout_comms(_handle_or_null(data_parallel_comm),
                                     _handle_or_null(replica_comm))
-        self._open(config, comm, str(trace_dir or ""))
+        self._open(config, comm, str(trace_dir or ""), tensors)
 
-    def _open(self, config: "_stoker.LoaderConfig", comm: Optional[MPI.Comm],
-              trace_dir: str) -> None:
+    def _open(self, config: "_stoker.LoaderConfig", comm: Optional[MPI.Comm], trace_dir: str,
+              tensors: Optional[str]) -> None:
         """The C++ loader of ``config``, with this object's bookkeeping. Collective."""
+        convert = _converter(tensors)  # before the collective: refused on every rank alike
         self._config = config
         self._loader = _stoker.Loader(_handle(comm), config, trace_dir)
+        self._loader.set_convert(convert)
+        self.tensors = "numpy" if convert is None else "torch"
         # (step folder, step) of the state at the current step, by a save() or where the
         # loader resumed from; why not, when the last save failed.
         self._saved: Optional[tuple[str, int]] = (
@@ -176,10 +198,11 @@ class Loader:
         _LOADERS.add(self)
 
     @classmethod
-    def _of_config(cls, config: "_stoker.LoaderConfig", comm: Optional[MPI.Comm]) -> "Loader":
+    def _of_config(cls, config: "_stoker.LoaderConfig", comm: Optional[MPI.Comm],
+                   tensors: Optional[str] = None) -> "Loader":
         """A loader of a C++ LoaderConfig made elsewhere (a run session's). Collective."""
         loader = cls.__new__(cls)
-        loader._open(config, comm, "")
+        loader._open(config, comm, "", tensors)
         return loader
 
     def __del__(self) -> None:
@@ -355,7 +378,9 @@ class Loader:
     def _holds_filled_buffer(self, batch: Batch) -> bool:
         """Whether ``batch["tokens"]`` holds the very buffer the loader filled (no copy); for
         tests."""
-        return batch["tokens"].data_ptr() == self._loader.last_tokens_buffer
+        tokens = batch["tokens"]
+        address = tokens.data_ptr() if self.tensors == "torch" else tokens.ctypes.data
+        return address == self._loader.last_tokens_buffer
 
 
 # The loaders alive in this process, whose last save is waited for at exit, and the saves that
