@@ -2,7 +2,9 @@
 
 #include <pybind11/numpy.h>
 
+#include <condition_variable>
 #include <memory>
+#include <thread>
 
 #include "stoker/error.h"
 
@@ -34,7 +36,41 @@ py::object RowsFrom(const py::object& tokens, py::ssize_t first) {
                               rows.data() + first, tokens);
 }
 
+// The loaders ending on threads of their own.
+struct Ending {
+  std::mutex mutex;
+  std::condition_variable ended;
+  uint64_t running = 0;
+};
+
+Ending& EndingLoaders() {
+  static Ending* ending = new Ending;  // never destroyed: a thread may end after static teardown
+  return *ending;
+}
+
 }  // namespace
+
+void EndOnItsOwnThread(std::unique_ptr<Loader> loader) {
+  if (!loader) return;
+  Ending& ending = EndingLoaders();
+  {
+    std::lock_guard lock(ending.mutex);
+    ++ending.running;
+  }
+  std::thread([loader = std::move(loader), &ending]() mutable {
+    loader.reset();
+    std::lock_guard lock(ending.mutex);
+    --ending.running;
+    ending.ended.notify_all();
+  }).detach();
+}
+
+void WaitForEndedLoaders() {
+  py::gil_scoped_release release;
+  Ending& ending = EndingLoaders();
+  std::unique_lock lock(ending.mutex);
+  ending.ended.wait(lock, [&] { return ending.running == 0; });
+}
 
 MPI_Comm CommOf(int64_t fortran_handle) {
   return MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_handle));
@@ -51,9 +87,23 @@ PyLoader::PyLoader(int64_t comm, const LoaderConfig& config, std::string trace_d
       trace_dir_(std::move(trace_dir)),
       loader_(std::make_unique<Loader>(CommOf(comm), config)) {}
 
+PyLoader::~PyLoader() { EndOnItsOwnThread(std::move(loader_)); }
+
+void PyLoader::Close() {
+  EndOnItsOwnThread(Locked([&] {
+    if (loader_) loader_->WaitForSave();
+    return std::move(loader_);
+  }));
+}
+
+Loader& PyLoader::loader() {
+  if (!loader_) throw ConfigError("this loader was closed (close()): make another one");
+  return *loader_;
+}
+
 py::dict PyLoader::Next(const TakeBatch& take) {
   std::optional<Batch> batch = Locked([&] {
-    const uint64_t start = loader_->step();
+    const uint64_t start = loader().step();
     std::optional<Batch> next;
     const auto taken = [&] { return take ? take(kSlice, &next) : loader_->TryNext(kSlice, &next); };
     while (!taken()) RunSignalHandlers();
@@ -77,6 +127,7 @@ void PyLoader::Resume(const std::string& step_dir) {
   LoaderConfig config = config_;
   config.resume_from = step_dir;
   Locked([&] {
+    loader();  // not closed
     auto resumed = std::make_unique<Loader>(CommOf(comm_), config);
     loader_.swap(resumed);
     config_ = config;
@@ -85,7 +136,7 @@ void PyLoader::Resume(const std::string& step_dir) {
 
 uint64_t PyLoader::Save(const std::string& step_dir) {
   return Locked([&] {
-    loader_->Save(step_dir);
+    loader().Save(step_dir);
     return loader_->step();
   });
 }
@@ -138,7 +189,7 @@ py::dict PyLoader::BatchDict(Batch&& batch) {
 
 void PyLoader::MakeKeys() {
   keys_.emplace();
-  for (const DatasetInfo& d : loader_->corpus().datasets) keys_->datasets.emplace_back(d.name);
+  for (const DatasetInfo& d : loader().corpus().datasets) keys_->datasets.emplace_back(d.name);
 }
 
 }  // namespace stoker::python

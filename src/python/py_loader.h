@@ -27,6 +27,13 @@ namespace stoker::python {
 
 namespace py = pybind11;
 
+// Ends `loader` (its reading thread, its checkpoint writer, its communicator) on a thread of its
+// own, so that a read that storage holds up does not hold up the caller.
+void EndOnItsOwnThread(std::unique_ptr<Loader> loader);
+// Waits (the GIL released) until every loader handed to EndOnItsOwnThread has ended: at exit,
+// before MPI is finalized.
+void WaitForEndedLoaders();
+
 // How long a call waits before it lets the signal handlers run: well within a second.
 constexpr std::chrono::milliseconds kSlice{50};
 
@@ -56,6 +63,16 @@ class PyLoader {
  public:
   // Collective over `comm`; called with the GIL released.
   PyLoader(int64_t comm, const LoaderConfig& config, std::string trace_dir);
+  // As Close() without waiting for the last save: the Loader's own end waits for it, on its
+  // thread.
+  ~PyLoader();
+  PyLoader(const PyLoader&) = delete;
+  PyLoader& operator=(const PyLoader&) = delete;
+
+  // Waits for the last save (raising its error), then ends the Loader on a thread of its own
+  // (EndOnItsOwnThread) and returns: a read that storage holds up does not hold up the caller.
+  // Every later call but Close() raises ConfigError. Collective, as the Loader's end is.
+  void Close();
 
   // What each array of a batch becomes: None (the array as it is), or a callable of C code
   // (torch.from_numpy) applied to it: no Python bytecode runs between the batch taken and the
@@ -81,7 +98,9 @@ class PyLoader {
   // The step saved.
   uint64_t Save(const std::string& step_dir);
 
-  Loader& loader() { return *loader_; }
+  // The Loader; ConfigError once closed.
+  Loader& loader();
+  bool closed() const { return loader_ == nullptr; }
   uint64_t taken() const { return taken_; }
   uintptr_t last_tokens_buffer() const { return last_tokens_buffer_; }
 

@@ -57,16 +57,23 @@ std::map<std::string, double> WeightsByName(const Loader& loader) {
   return out;
 }
 
+// Each kind is a stoker.Error and the standard exception a Python caller expects of it:
+// ConfigError and DataError a ValueError (a setting, or the corpus's content, is wrong), IoError
+// and Hdf5Error an OSError, MpiError and InternalError a RuntimeError; BusyError a ConfigError.
 void BindErrors(py::module_& m) {
   // Translators are tried newest first: the kinds after their base.
   static py::exception<Error> error(m, "Error");
-  const auto& config = py::register_exception<ConfigError>(m, "ConfigError", error.ptr());
-  py::register_exception<BusyError>(m, "BusyError", config.ptr());  // a ConfigError too
-  py::register_exception<DataError>(m, "DataError", error.ptr());
-  py::register_exception<IoError>(m, "IoError", error.ptr());
-  py::register_exception<MpiError>(m, "MpiError", error.ptr());
-  py::register_exception<Hdf5Error>(m, "Hdf5Error", error.ptr());
-  py::register_exception<InternalError>(m, "InternalError", error.ptr());
+  const auto also = [&](PyObject* standard) {
+    return py::make_tuple(error, py::handle(standard));
+  };
+  const auto& config =
+      py::register_exception<ConfigError>(m, "ConfigError", also(PyExc_ValueError));
+  py::register_exception<BusyError>(m, "BusyError", config.ptr());
+  py::register_exception<DataError>(m, "DataError", also(PyExc_ValueError));
+  py::register_exception<IoError>(m, "IoError", also(PyExc_OSError));
+  py::register_exception<MpiError>(m, "MpiError", also(PyExc_RuntimeError));
+  py::register_exception<Hdf5Error>(m, "Hdf5Error", also(PyExc_OSError));
+  py::register_exception<InternalError>(m, "InternalError", also(PyExc_RuntimeError));
 }
 
 // The Loader's calls that read what next(), save() and set_weights() change, or wait, go through
@@ -77,6 +84,8 @@ void BindLoader(py::module_& m) {
       .def(py::init<int64_t, const LoaderConfig&, std::string>(),
            py::call_guard<py::gil_scoped_release>())
       .def("set_convert", &Self::SetConvert)
+      .def("close", &Self::Close)
+      .def_property_readonly("closed", &Self::closed)
       .def("next", [](Self& s) { return s.Next(); })
       .def("__next__", [](Self& s) { return s.Next(); })
       .def("__iter__", [](py::object self) { return self; })
@@ -113,6 +122,7 @@ void BindLoader(py::module_& m) {
 
 void BindFunctions(py::module_& m) {
   m.def("init_logging", [](int rank) { program::InitLogging(rank); });
+  m.def("wait_for_ended_loaders", &WaitForEndedLoaders);
   m.def("parse_weights", [](const std::string& text) { return ParseWeights(text); });
   m.def("parse_weight_schedule",
         [](const std::string& text) { return ScheduleToPython(ParseWeightSchedule(text)); });

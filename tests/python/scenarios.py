@@ -171,6 +171,26 @@ def forked_children(corpus: str, work: str) -> None:
     say("parent goes on at step", next(loader)["step"])
 
 
+def close_during_a_stalled_read(corpus: str, work: str) -> None:
+    """From some read of the shards on, every read takes 1.5 s (STOKER_FAULTS): once a batch took
+    that long, the reading thread is in the next batch's reads. Leaving the ``with`` block then
+    closes the loader without waiting for them: says how long it took, and what a call after it
+    raises."""
+    with stoker.Loader(corpus, **BASE) as loader:
+        while True:
+            started = time.monotonic()
+            step = next(loader)["step"]
+            if time.monotonic() - started > 1:
+                break
+        say("stalled at step", step)
+        started = time.monotonic()
+    say(f"closed in {time.monotonic() - started:.2f} s")
+    try:
+        next(loader)
+    except stoker.ConfigError as error:
+        say("then", type(error).__name__, isinstance(error, ValueError), str(error))
+
+
 if __name__ == "__main__":
     name, corpus, work = sys.argv[1:4]
     globals()[name](corpus, work)

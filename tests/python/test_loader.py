@@ -154,6 +154,36 @@ def test_a_dataloader_takes_the_batches_as_they_are(corpus):
         assert batch["step"] == step + 1
 
 
+def test_a_dataset_forwards_the_state_protocol(corpus, shared_dir):
+    dataset = stoker.LoaderDataset(loader(corpus))
+    batches = iter(torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=0))
+    for _ in range(5):
+        next(batches)
+    dataset.loader.save(os.path.join(shared_dir, "step-5"))
+    state = dataset.state_dict()
+    assert state == dataset.loader.state_dict() and state["step"] == 5
+    after = next(batches)
+    again = stoker.LoaderDataset(loader(corpus))
+    again.load_state_dict(state)
+    assert torch.equal(next(iter(again))["tokens"], after["tokens"])
+
+
+def test_closed_loaders_and_the_standard_exceptions(corpus):
+    with loader(corpus) as stream:
+        next(stream)
+    assert stream.closed
+    stream.close()  # again: nothing to do
+    with pytest.raises(stoker.ConfigError, match="closed"):
+        next(stream)
+    for kind, standard in ((stoker.ConfigError, ValueError), (stoker.DataError, ValueError),
+                           (stoker.IoError, OSError), (stoker.Hdf5Error, OSError),
+                           (stoker.MpiError, RuntimeError), (stoker.InternalError, RuntimeError),
+                           (stoker.BusyError, stoker.ConfigError)):
+        assert issubclass(kind, stoker.Error) and issubclass(kind, standard), kind
+    with pytest.raises(ValueError, match="seq-len must be at least 1"):
+        loader(corpus, seq_len=0)
+
+
 def test_help_explains_the_loader():
     doc = inspect.getdoc(stoker.Loader)
     for words in ("collective", "input_ids", "labels", "no copy", "position_ids", "cu_seqlens",

@@ -1,7 +1,7 @@
 """The loader in a process of its own (scenarios.py), where storage is slowed down or made to
 fail through STOKER_FAULTS: Ctrl-C during a stalled next(), set_weights from another thread
-during one, forked children, saves that wait without the GIL, a failed save that nobody waited
-for. Each runs as a plain process outside the job, once per test command (conftest.once)."""
+during one, a close() (a `with` block's end) that does not wait for a stalled read, forked
+children, saves that wait without the GIL, a failed save that nobody waited for. Each runs as a plain process outside the job, once per test command (conftest.once)."""
 
 import os
 import queue
@@ -86,6 +86,18 @@ def test_set_weights_while_another_thread_waits_in_next(corpus, tmp_path):
     assert code == 0, err[-2000:]
     assert out[0] == "setting weights while next() waits", out
     assert out[-1].endswith("differing []"), out
+
+
+@once
+def test_closing_a_loader_does_not_wait_for_a_stalled_read(corpus, tmp_path):
+    # Every read of the shards from the 60th on takes 1.5 s (set-up and the first batches read
+    # fewer).
+    slow = ",".join(f"pread:.h5:{n}:delay=1500" for n in range(60, 400))
+    code, out, err = run("close_during_a_stalled_read", corpus, str(tmp_path), slow)
+    assert code == 0, err[-2000:]
+    assert out[0].startswith("stalled at step"), out
+    assert out[1].startswith("closed in ") and float(out[1].split()[2]) < 0.5, out
+    assert out[2].startswith("then ConfigError True this loader was closed"), out
 
 
 @once

@@ -28,3 +28,12 @@ class LoaderDataset(torch.utils.data.IterableDataset):
 
     def __iter__(self) -> Iterator[Dict[str, Any]]:
         return iter(self.loader)
+
+    def state_dict(self) -> Dict[str, Any]:
+        """The loader's ``state_dict()``: a StatefulDataLoader (torchdata) or a trainer that
+        checkpoints the dataset checkpoints the loader."""
+        return self.loader.state_dict()
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """The loader's ``load_state_dict(state)``."""
+        self.loader.load_state_dict(state)

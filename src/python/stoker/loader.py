@@ -208,6 +208,31 @@ class Loader:
     def __del__(self) -> None:
         _check_last_save(self)
 
+    def close(self) -> None:
+        """Ends the loader: waits for its last save to be written (raising its error, as
+        ``wait_for_save``), then stops its reading thread and frees its buffers on a thread of
+        their own, so that a read storage holds up does not hold up the caller (the process
+        waits for it at exit). Every later call but ``close()`` raises ``ConfigError``. Deleting
+        the loader (or leaving a ``with`` block) ends it the same way."""
+        if self._loader.closed:
+            return
+        try:
+            self._loader.close()
+        except _stoker.Error as error:
+            self._note_failed_save(error)
+            raise
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` ended the loader."""
+        return self._loader.closed
+
+    def __enter__(self) -> "Loader":
+        return self
+
+    def __exit__(self, *exception: Any) -> None:
+        self.close()
+
     def __iter__(self) -> Iterator[Batch]:
         # The compiled loader itself: a for loop takes each batch straight from it, with no
         # Python code between the batch counted as delivered and the loop's variable.
@@ -229,7 +254,10 @@ class Loader:
             raise
 
     def wait_for_save(self) -> None:
-        """Waits for the last save's file to be written; raises its error."""
+        """Waits for the last save's file to be written; raises its error. Nothing to wait for
+        once closed."""
+        if self._loader.closed:
+            return
         try:
             self._loader.wait_for_save()
         except _stoker.Error as error:
@@ -400,7 +428,7 @@ os.register_at_fork(after_in_child=_forked)
 
 def _check_last_save(loader: Loader) -> None:
     """Waits for the loader's last save; notes its failure, if nobody saw it yet."""
-    if _FORKED or not hasattr(loader, "_loader"):
+    if _FORKED or not hasattr(loader, "_loader") or loader._loader.closed:
         return
     try:
         loader.wait_for_save()
@@ -410,10 +438,13 @@ def _check_last_save(loader: Loader) -> None:
 
 @atexit.register
 def _exit_with_failed_saves() -> None:
-    """At exit: a save that failed unseen by the program (no save(), wait_for_save() or
-    state_dict() raised it) makes the process exit with code 1, naming the error."""
+    """At exit: waits for the loaders that are ending; a save that failed unseen by the program
+    (no save(), wait_for_save() or state_dict() raised it) makes the process exit with code 1,
+    naming the error."""
     for loader in list(_LOADERS):
         _check_last_save(loader)
+    if not _FORKED:  # the loaders closed or deleted end on threads of their own: before MPI does
+        _stoker.wait_for_ended_loaders()
     if _FAILED_SAVES:
         print("\n".join(_FAILED_SAVES) +
               "\nstoker: a loader checkpoint was not written: exit code 1", file=sys.stderr)
