@@ -23,7 +23,8 @@ sanitizer_configure() {
   fi
   mkdir -p "$dir"
   cmake -S . -B "$dir" "${compilers[@]}" -DSTOKER_SANITIZE="$kind" \
-    -DSTOKER_BUILD_TORCH=OFF -DSTOKER_BUILD_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DSTOKER_BUILD_TORCH=OFF -DSTOKER_BUILD_PYTHON=OFF -DSTOKER_BUILD_BENCHMARKS=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_UNITY_BUILD=ON \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" > "$dir/sanitizer-configure.log" 2>&1 ||

@@ -36,6 +36,8 @@ packages=(
   # The Python package `stoker` (src/python): pybind11, numpy (its batches' arrays), mpi4py (on
   # Debian's Open MPI), and for its tests Debian's PyTorch (tensors made of the arrays) and pytest.
   pybind11-dev python3-pybind11 python3-numpy python3-torch python3-mpi4py python3-pytest
+  # `pip install .` of the package into a virtual environment (tests/install/pip.sh), offline.
+  python3-pip python3-venv python3-setuptools python3-wheel
   # libtorch links the reference BLAS by default; OpenBLAS takes its place (through Debian's
   # alternatives) and makes the example trainer's steps about 12x faster.
   libopenblas0-pthread
