@@ -89,6 +89,9 @@ struct LoaderConfig {
                                                // empty: start at step 0. The weight schedule may
                                                // differ from the saved run's: this one rules the
                                                // steps not yet run.
+  std::string resume_state;  // instead: this rank's EncodedState() of a run of as many ranks, to
+                             // go on from bit for bit with no step folder (every rank gives its
+                             // own, all of one step); not with resume_from
   // The parallel layout (stoker/layout.h): which ranks of the Loader's communicator hold one
   // model replica and take the same batches. Either `layout` ("tp=2,cp=2,dp=4,pp=2", sizes in
   // rank order), or this rank's two groups as the trainer made them (both): its data-parallel
@@ -156,6 +159,11 @@ class Loader {
   void Save(const std::string& step_dir);
   // Waits for the last Save's file to be written; rethrows its error.
   void WaitForSave();
+  // This rank's state after the last batch Next() returned, as its rank file would hold it (a
+  // few KB: a cursor per owned logical shard and dataset): for a trainer that keeps the loader's
+  // state in its own checkpoint. LoaderConfig::resume_state goes on from it on as many ranks; on
+  // another number, resume from a step folder. No I/O, no communication.
+  std::string EncodedState() const;
   // The global step of the last batch Next() returned (the resumed step before the first).
   uint64_t step() const;
 

@@ -20,6 +20,7 @@
 #include "loader/replica_groups.h"
 #include "loader/shared_settings.h"
 #include "loader/unit_sizes.h"
+#include "mpi/agreement.h"
 #include "state/loader_state.h"
 
 namespace stoker {
@@ -113,6 +114,7 @@ class Loader::Impl {
   bool InForkedChild() const { return getpid() != pid_; }
   void Save(const std::string& step_dir);
   void WaitForSave() { writer_.Wait(); }
+  std::string EncodedState() const { return EncodeCheckpoint(Snapshot()); }
   void SetWeights(const std::map<std::string, double>& weights);
   const LoaderSetup& setup() const { return setup_; }
   const RankState& delivered() const { return delivered_; }
@@ -132,6 +134,8 @@ class Loader::Impl {
   BatchStream& Stream() const;
   std::optional<Batch> Deliver(BatchStream::Ready ready);
   RankState StartingState();
+  RestoredState GivenState() const;
+  RankCheckpoint Snapshot() const;
   // The datasets the rank files of a resume deal (DealtIn), checked the same on every rank.
   std::vector<bool> AgreedDealt(const RankState& state) const;
   void FollowNewSchedule(const MixSchedule& saved, RankState* state) const;
@@ -194,7 +198,7 @@ OrderIdentity Loader::Impl::Identity() const {
 // A run from step 0 deals the datasets DealtByRule names; a resume, those its state deals,
 // whatever --deal-max-docs says now (its order goes on).
 RankState Loader::Impl::StartingState() {
-  if (config_.resume_from.empty()) {
+  if (config_.resume_from.empty() && config_.resume_state.empty()) {
     const std::vector<bool> dealt = DealtByRule(config_, setup_.table);
     DealDatasets(comm_, dealt, &setup_);
     RankState state = InitialRankState(setup_.table.datasets.size(), config_.logical_shards,
@@ -204,12 +208,44 @@ RankState Loader::Impl::StartingState() {
                 RowPlanner::StepTokens(setup_.planner), &state);
     return state;
   }
-  RestoredState restored = RestoreRankState(comm_, config_.resume_from, Identity(), setup_.table);
+  RestoredState restored =
+      config_.resume_state.empty()
+          ? RestoreRankState(comm_, config_.resume_from, Identity(), setup_.table)
+          : GivenState();
   DealDatasets(comm_, AgreedDealt(restored.state), &setup_);
-  mpi::FailTogether(comm_,
-                    [&] { CheckStateFits(restored.state, setup_.planner, config_.resume_from); });
+  mpi::FailTogether(comm_, [&] {
+    CheckStateFits(restored.state, setup_.planner,
+                   config_.resume_state.empty() ? config_.resume_from : "(resume_state)");
+  });
   FollowNewSchedule(restored.saved_schedule, &restored.state);
   return std::move(restored.state);
+}
+
+// LoaderConfig::resume_state: this rank's state of a run of as many ranks, every rank's of one
+// step of one run, of this run's order.
+RestoredState Loader::Impl::GivenState() const {
+  RankCheckpoint given;
+  mpi::FailTogether(comm_, [&] {
+    given = DecodeCheckpoint(config_.resume_state, "the state given (resume_state)");
+    const std::vector<std::string> differ = IdentityDifferences(given.identity, Identity());
+    STOKER_CHECK(differ.empty(), ConfigError,
+                 "the state given (resume_state) is of another order:\n  {}",
+                 fmt::join(differ, "\n  "));
+    STOKER_CHECK(given.world == static_cast<uint64_t>(comm_.size()), ConfigError,
+                 "the state given (resume_state) is of a run of {} ranks, not {}: on another "
+                 "number of ranks, resume from the step folder of a save (resume_from)",
+                 given.world, comm_.size());
+    STOKER_CHECK(given.rank == static_cast<uint64_t>(comm_.rank()), ConfigError,
+                 "rank {} was given the state of rank {} (resume_state): every rank its own",
+                 comm_.rank(), given.rank);
+  });
+  mpi::RequireAgreement(comm_,
+                        {{"resume_state's step", std::to_string(given.state.step)},
+                         {"resume_state's run", given.run}},
+                        "the states given (resume_state) are not of one step of one run");
+  spdlog::info("rank {}: resumed at step {} from the state given (resume_state)", comm_.rank(),
+               given.state.step);
+  return {std::move(given.state), std::move(given.schedule)};
 }
 
 std::vector<bool> Loader::Impl::AgreedDealt(const RankState& state) const {
@@ -256,16 +292,20 @@ std::unique_ptr<BatchStream> Loader::Impl::MakeStream() const {
   return std::make_unique<BatchStream>(setup_, config_, delivered_, comm_.rank());
 }
 
+RankCheckpoint Loader::Impl::Snapshot() const {
+  return {.identity = Identity(),
+          .weights = setup_.planner.schedule.WeightsAt(delivered_.step),
+          .schedule = setup_.planner.schedule,
+          .world = static_cast<uint64_t>(comm_.size()),
+          .rank = static_cast<uint64_t>(comm_.rank()),
+          .run = run_,
+          .layout = layout_,
+          .state = delivered_};
+}
+
 void Loader::Impl::Save(const std::string& step_dir) {
   if (!saves()) return;  // the replica's first rank writes the state they share
-  RankCheckpoint snapshot{.identity = Identity(),
-                          .weights = setup_.planner.schedule.WeightsAt(delivered_.step),
-                          .schedule = setup_.planner.schedule,
-                          .world = static_cast<uint64_t>(comm_.size()),
-                          .rank = static_cast<uint64_t>(comm_.rank()),
-                          .run = run_,
-                          .layout = layout_,
-                          .state = delivered_};
+  RankCheckpoint snapshot = Snapshot();
   std::optional<CheckpointWriter::FirstFile> record;
   if (corpus_record_)
     record = CheckpointWriter::FirstFile{CorpusRecordPath(step_dir), corpus_record_};
@@ -390,6 +430,10 @@ bool Loader::TryNext(std::chrono::milliseconds timeout, std::optional<Batch>* ba
 void Loader::Save(const std::string& step_dir) {
   impl_->CheckProcess();
   impl_->Save(step_dir);
+}
+std::string Loader::EncodedState() const {
+  impl_->CheckProcess();
+  return impl_->EncodedState();
 }
 void Loader::WaitForSave() {
   impl_->CheckProcess();

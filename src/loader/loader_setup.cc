@@ -169,6 +169,9 @@ std::vector<std::string> LoaderConfig::Problems() const {
     problems.push_back(fmt::format("--logical-shards {} is above the maximum of {}", logical_shards,
                                    kMaxLogicalShards));
   }
+  if (!resume_from.empty() && !resume_state.empty()) {
+    problems.push_back("resume_from and resume_state are both given: resume from one of them");
+  }
   if (prefetch == 0) problems.push_back("--prefetch must be at least 1");
   if (io_depth > kMaxIoDepth) {
     problems.push_back(

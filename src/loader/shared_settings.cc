@@ -92,7 +92,8 @@ std::vector<mpi::Setting> SharedSettings(const LoaderConfig& c) {
           {"seq_len", std::to_string(c.seq_len)},
           {"bos_id", Text(c.bos_id, "none")},
           {"boundaries", BoundaryText(c.boundaries)},
-          {"resume_from", c.resume_from.empty() ? "none (step 0)" : c.resume_from}};
+          {"resume_from", c.resume_from.empty() ? "none (step 0)" : c.resume_from},
+          {"resume_state", c.resume_state.empty() ? "none" : "given"}};
 }
 
 void RequireSharedSettings(const mpi::Comm& comm, const LoaderConfig& config) {

@@ -159,6 +159,9 @@ void BindConfig(py::module_& m) {
   c.def(py::init<>());
   TextField(c, "data", &LoaderConfig::data);
   TextField(c, "resume_from", &LoaderConfig::resume_from);
+  c.def_property(  // bytes: an encoded state (Loader::EncodedState), not text
+      "resume_state", [](const LoaderConfig& self) { return py::bytes(self.resume_state); },
+      [](LoaderConfig& self, const py::bytes& value) { self.resume_state = value; });
   c.def_property(
       "weights", [](const LoaderConfig& self) { return self.weights; },
       [](LoaderConfig& self, py::handle value) { self.weights = WeightsOf(value, "weights"); });

@@ -123,9 +123,10 @@ py::dict PyLoader::Next(const TakeBatch& take) {
   return BatchDict(std::move(*batch));
 }
 
-void PyLoader::Resume(const std::string& step_dir) {
+void PyLoader::Resume(const std::string& step_dir, const std::string& state) {
   LoaderConfig config = config_;
-  config.resume_from = step_dir;
+  config.resume_from = state.empty() ? step_dir : "";
+  config.resume_state = state;
   Locked([&] {
     loader();  // not closed
     auto resumed = std::make_unique<Loader>(CommOf(comm_), config);

@@ -92,9 +92,10 @@ class PyLoader {
   // The loader's next batch; with `take`, the one it hands over (a run session's, which times
   // and traces it).
   py::dict Next(const TakeBatch& take = {});
-  // Collective: goes on from `step_dir` with a new Loader; the old one stays as it was if that
+  // Collective: goes on from `step_dir`, or from this rank's encoded `state` when it is not
+  // empty (LoaderConfig::resume_state), with a new Loader; the old one stays as it was if that
   // fails. Before the first batch only (the package checks).
-  void Resume(const std::string& step_dir);
+  void Resume(const std::string& step_dir, const std::string& state);
   // The step saved.
   uint64_t Save(const std::string& step_dir);
 

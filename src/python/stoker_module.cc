@@ -63,9 +63,7 @@ std::map<std::string, double> WeightsByName(const Loader& loader) {
 void BindErrors(py::module_& m) {
   // Translators are tried newest first: the kinds after their base.
   static py::exception<Error> error(m, "Error");
-  const auto also = [&](PyObject* standard) {
-    return py::make_tuple(error, py::handle(standard));
-  };
+  const auto also = [&](PyObject* standard) { return py::make_tuple(error, py::handle(standard)); };
   const auto& config =
       py::register_exception<ConfigError>(m, "ConfigError", also(PyExc_ValueError));
   py::register_exception<BusyError>(m, "BusyError", config.ptr());
@@ -89,7 +87,13 @@ void BindLoader(py::module_& m) {
       .def("next", [](Self& s) { return s.Next(); })
       .def("__next__", [](Self& s) { return s.Next(); })
       .def("__iter__", [](py::object self) { return self; })
-      .def("resume", &Self::Resume)
+      .def("resume", [](Self& s, const std::string& step_dir,
+                        const py::bytes& state) { s.Resume(step_dir, state); })
+      .def("encoded_state",
+           [](Self& s) {
+             const std::string bytes = s.Locked([&] { return s.loader().EncodedState(); });
+             return py::bytes(bytes);
+           })
       .def("save", &Self::Save)
       .def("wait_for_save", [](Self& s) { s.Locked([&] { s.loader().WaitForSave(); }); })
       .def_property_readonly("step",

@@ -154,6 +154,57 @@ TEST_F(CheckpointTest, ResumeAtTheSameWorldSizeIsBitExactAfter0_1_10And100Steps)
   }
 }
 
+// Loader::EncodedState and LoaderConfig::resume_state: a rank's state kept by the trainer, with
+// no step folder, goes on bit for bit on as many ranks; another world size, another rank's state
+// and states of two steps are refused on every rank, naming the problem.
+TEST_F(CheckpointTest, AnEncodedStateResumesBitExactWithNoStepFolder) {
+  Stream first;
+  std::vector<std::string> states;  // after 0, 3 and 17 batches
+  {
+    Loader a(MPI_COMM_WORLD, Config());
+    for (uint64_t n : {0, 3, 17}) {
+      for (Batch& b : Pull(a, n - first.size())) first.push_back(std::move(b));
+      states.push_back(a.EncodedState());
+    }
+    for (Batch& b : Pull(a, 10)) first.push_back(std::move(b));
+  }
+  for (size_t i = 0; i < states.size(); ++i) {
+    const uint64_t n = std::vector<uint64_t>{0, 3, 17}[i];
+    LoaderConfig resumed = Config();
+    resumed.resume_state = states[i];
+    Loader b(MPI_COMM_WORLD, resumed);
+    EXPECT_EQ(b.step(), n);
+    const Stream want(first.begin() + static_cast<ptrdiff_t>(n),
+                      first.begin() + static_cast<ptrdiff_t>(n + 10));
+    ExpectSameStream(want, Pull(b, 10), fmt::format("resumed inline after {} steps", n),
+                     comm_.rank());
+  }
+  const auto refused = [&](const std::string& state, const std::string& says) {
+    LoaderConfig config = Config();
+    config.resume_state = state;
+    testing::ExpectCollectiveError<ConfigError>([&] { Loader c(MPI_COMM_WORLD, config); }, {says});
+  };
+  if (comm_.size() > 1) {
+    const std::vector<std::string> all = comm_.AllGather(states[1]);
+    refused(all[(comm_.rank() + 1) % comm_.size()], "was given the state of rank");
+    refused(comm_.rank() == 0 ? states[1] : states[2], "are not of one step of one run");
+  }
+  // A state of one rank given alone to a world of one, from a run of more: another world size.
+  MPI_Comm self = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, comm_.rank(), 0, &self);
+  if (comm_.size() > 1) {
+    LoaderConfig config = Config();
+    config.resume_state = states[1];
+    try {
+      Loader d(self, config);
+      ADD_FAILURE() << "a state of " << comm_.size() << " ranks resumed on one";
+    } catch (const ConfigError& e) {
+      testing::ExpectMentions(e.what(), "resume from the step folder of a save");
+    }
+  }
+  MPI_Comm_free(&self);
+}
+
 TEST_F(CheckpointTest, FindResumeStepTakesTheNewestCompleteStep) {
   const std::string dir = dir_ / "ckpt";
   EXPECT_EQ(FindResumeStep(MPI_COMM_WORLD, dir), std::nullopt) << "no folder yet";

@@ -116,7 +116,8 @@ def unseen_failed_save(corpus: str, work: str) -> None:
 
 
 def state_dict_of_a_failed_save(corpus: str, work: str) -> None:
-    """state_dict() after a save whose write failed: refused, the first time and after."""
+    """state_dict() after a save whose write failed: the state inline, no step folder named, the
+    first time and after; the process then exits with code 1, naming the failed write."""
     loader = stoker.Loader(corpus, **BASE)
     for _ in range(3):
         next(loader)
@@ -124,7 +125,7 @@ def state_dict_of_a_failed_save(corpus: str, work: str) -> None:
     for attempt in (1, 2):
         try:
             state = loader.state_dict()
-            say("named", state["step_dir"])
+            say("named", state["step_dir"], "inline", len(state["state"]) > 0)
         except stoker.Error as error:
             say("refused", type(error).__name__, str(error).replace("\n", " "))
 

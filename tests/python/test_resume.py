@@ -1,7 +1,7 @@
 """Checkpoints from Python: saved on every rank of the world, resumed on fewer ranks (every token
-of epoch 0 once, by `stoker audit` of the piece traces), and the state-dict protocol."""
+of epoch 0 once, by `stoker audit` of the piece traces), and the state-dict protocol: the state
+inline on as many ranks (with or without a save), the step folder on fewer (moved since)."""
 
-import json
 import os
 import shutil
 
@@ -47,23 +47,40 @@ def test_state_dict_goes_on_from_the_saved_step_on_any_rank_count(corpus, shared
     expected = [next(straight)["tokens"] for _ in range(5)]
 
     first = loader(corpus)
-    with pytest.raises(stoker.ConfigError, match="call loader.save"):
-        first.state_dict()
+    unsaved = first.state_dict()  # never refused: the state inline, no step folder
+    assert unsaved["step"] == 0 and unsaved["step_dir"] is None and unsaved["state"]
     for _ in range(TAKEN):
         next(first)
     first.save(step_dir)  # the same state as save_on_every_rank's
     first.wait_for_save()
     state = first.state_dict()
     assert state["step_dir"] == step_dir and state["step"] == TAKEN
-    assert "cursors" not in json.dumps(state)
+    assert state["step_name"] == f"step-{TAKEN}" and state["world"] == WORLD.size
     with pytest.raises(stoker.ConfigError, match="after 7 batches were taken"):
         first.load_state_dict(state)
 
-    again = loader(corpus)
-    again.load_state_dict(state)
-    assert again.step == TAKEN
-    for tokens in expected:
-        assert next(again)["tokens"].equal(tokens)
+    # As many ranks: from the state inline; without its step folder too.
+    for given in (state, dict(state, step_dir=None, step_name=None)):
+        again = loader(corpus)
+        assert again.load_state_dict(given) == "inline" and again.step == TAKEN
+        for tokens in expected:
+            assert next(again)["tokens"].equal(tokens)
+
+    # Fewer ranks: from the step folder, moved since (checkpoint_dir names where it is now).
+    moved = os.path.join(shared_dir, "moved")
+    if WORLD.rank == 0:
+        shutil.copytree(os.path.join(shared_dir, "ck"), moved)
+    WORLD.Barrier()
+
+    def fewer(sub):
+        resumed = loader(corpus, comm=sub)
+        if sub.Get_size() == WORLD.size:
+            return
+        used = resumed.load_state_dict(dict(state, step_dir="/gone"), checkpoint_dir=moved)
+        assert used == os.path.join(moved, f"step-{TAKEN}") and resumed.step == TAKEN
+        with pytest.raises(stoker.ConfigError, match="with no save at that step"):
+            loader(corpus, comm=sub).load_state_dict(unsaved)
+    on_first_ranks(max(WORLD.size - 1, 1), fewer)
 
     other = loader(corpus, seed=5)
     with pytest.raises(stoker.ConfigError, match="seed: saved 4, now 5"):
@@ -76,7 +93,7 @@ def test_state_dict_goes_on_from_the_saved_step_on_any_rank_count(corpus, shared
 def test_after_a_failed_load_state_dict_the_loader_goes_on(corpus, shared_dir):
     step_dir, _ = save_on_every_rank(corpus, shared_dir)
     state = take_state(corpus, step_dir)
-    missing = dict(state, step_dir=os.path.join(shared_dir, "ck", "step-99"))
+    missing = dict(state, state=b"", step_dir=os.path.join(shared_dir, "ck", "step-99"))
     fresh, twin = loader(corpus), loader(corpus)
     with pytest.raises(stoker.Error, match="step-99"):
         fresh.load_state_dict(missing)
@@ -95,8 +112,12 @@ def test_state_dict_right_after_a_resume_names_the_step_resumed_from(corpus, sha
     state = take_state(corpus, step_dir)
     resumed = loader(corpus)
     resumed.load_state_dict(state)
-    assert resumed.state_dict() == state
-    assert loader(corpus, resume_from=step_dir).state_dict() == state
+
+    def same(got):  # the state inline holds the run identity, which a resume draws anew
+        return {k: v for k, v in got.items() if k != "state"} == {
+            k: v for k, v in state.items() if k != "state"}
+    assert same(resumed.state_dict())
+    assert same(loader(corpus, resume_from=step_dir).state_dict())
 
 
 def test_the_trace_starts_where_load_state_dict_resumes(corpus, shared_dir):
@@ -122,3 +143,24 @@ def take_batches(stream, count):
     for _ in range(count):
         next(stream)
     return stream
+
+
+def test_states_taken_between_saves_resume_as_a_stateful_dataloader_does(corpus):
+    # torchdata's StatefulDataLoader takes a state every few batches, with no save; a distributed
+    # checkpoint keeps one state per rank. Each state restored into a new loader goes on with
+    # the batch after it, on every rank, bit for bit.
+    stream = loader(corpus)
+    states, batches = {}, []
+    for step in range(12):
+        if step % 3 == 0:
+            states[step] = stream.state_dict()
+        batches.append(next(stream)["tokens"])
+    per_rank = WORLD.allgather(states)  # what a distributed checkpoint writes, rank by rank
+    for step, state in per_rank[WORLD.rank].items():
+        again = loader(corpus)
+        assert again.load_state_dict(state) == "inline" and again.step == step
+        for want in batches[step:step + 3]:
+            assert next(again)["tokens"].equal(want)
+    if WORLD.size > 1:  # another rank's state is refused, on every rank alike
+        with pytest.raises(stoker.ConfigError, match="was given the state of rank"):
+            loader(corpus).load_state_dict(per_rank[(WORLD.rank + 1) % WORLD.size][3])

@@ -20,7 +20,8 @@ _DEFAULT = _stoker.LoaderConfig()
 
 Batch = Dict[str, Any]
 
-_STATE_FORMAT = "stoker.loader/1"
+_STATE_FORMAT = "stoker.loader/2"  # the state inline, and the step folder of a save at its step
+_STATE_FORMAT_1 = "stoker.loader/1"  # the step folder alone
 
 
 def _converter(tensors: Optional[str]) -> Any:
@@ -344,41 +345,53 @@ class Loader:
 
     def state_dict(self) -> Dict[str, Any]:
         """A small picklable value for trainers that checkpoint through a state-dict protocol
-        (torchdata's StatefulDataLoader, Fabric's state): it names the step folder of the last
-        ``save()`` and the fingerprint of the order, never the cursors themselves, so it stays
-        valid when the job comes back on another number of ranks.
+        (torchdata's StatefulDataLoader, Fabric's state, a distributed checkpoint's state per
+        rank). It never raises, and holds:
 
-        Use: at a checkpoint every rank calls ``loader.save(step_dir)`` and then puts
-        ``loader.state_dict()`` into the trainer's state; on restart, construct the loader as
-        before (on any number of ranks) and call ``loader.load_state_dict(state)`` on every rank
-        before taking a batch. Raises ``ConfigError`` when no save was made at the current step
-        (the state dict would name an older one). Waits for the save's file to be written
-        (the GIL released) and raises its error: a state dict never names a step folder whose
-        save failed. Right after ``load_state_dict`` (or a construction with ``resume_from``) it
-        names the step folder resumed from."""
-        if self._saved is not None:
-            self.wait_for_save()
+        - ``state``: this rank's state after the last batch, inline (bytes, a few KB: a cursor
+          per owned logical shard and dataset: 197 KB for one rank of the default 65,536 logical
+          shards and 3 datasets, less the more ranks): on as many ranks ``load_state_dict`` goes
+          on from it bit for bit, with no step folder;
+        - ``step_dir`` and ``step_name``: the step folder of a ``save()`` made at this step (its
+          path, and its name under the checkpoint folder), or None: on another number of ranks
+          ``load_state_dict`` resumes from that folder, where the state is redistributed;
+        - ``step``, ``world`` and ``rank``, and the order's fingerprint.
+
+        Use: take ``loader.state_dict()`` as often as the trainer's state is (every N batches,
+        between saves); at a checkpoint that may resume on another number of ranks, every rank
+        calls ``loader.save(step_dir)`` first. A save at this step is waited for (the GIL
+        released); if it failed, ``step_dir`` is None and the process exits with code 1 naming
+        the error, unless ``save`` or ``wait_for_save`` raise it first."""
         step = self._loader.step
-        if self._saved is None or self._saved[1] != step:
-            made = (self._save_failed or "but none was made" if self._saved is None
-                    else f"made at step {self._saved[1]}")
-            raise _stoker.ConfigError(
-                f"state_dict() at step {step} names the step folder of the last save(), {made}: "
-                "call loader.save(step_dir) at this step first")
+        step_dir = None
+        if self._saved is not None and self._saved[1] == step:
+            try:
+                self.wait_for_save()
+                step_dir = self._saved[0] if self._saved else None
+            except _stoker.Error:  # not named; unseen by the program, it fails the exit
+                _FAILED_SAVES.append(f"stoker: rank {self.rank}: {self._save_failed}")
         order = self._order()
         fingerprint = hashlib.sha256(json.dumps(order, sort_keys=True).encode()).hexdigest()[:32]
-        return {"format": _STATE_FORMAT, "step_dir": self._saved[0], "step": self._saved[1],
+        return {"format": _STATE_FORMAT, "step": step, "world": self._loader.world_size,
+                "rank": self._loader.rank, "state": self._loader.encoded_state(),
+                "step_dir": step_dir,
+                "step_name": os.path.basename(os.path.normpath(step_dir)) if step_dir else None,
                 "order": order, "order_fingerprint": fingerprint}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Goes on from the step folder a ``state_dict()`` names, on this communicator's ranks
-        (any number: the state is redistributed). Collective, like construction. Only before the
-        first batch is taken; a state of another order (corpus, seed, logical shards, seq_len,
-        EOS, BOS) is refused naming what differs. The weights follow the configured ``weights``
-        or ``weight_schedule``, not those the saved run set with ``set_weights`` (call it again
-        after this; before, it is refused). When it fails (a state of another order, a step
-        folder that cannot be read), the loader is as it was before the call. With
-        ``trace_dir``, the trace starts at the resumed step, as with ``resume_from``."""
+    def load_state_dict(self, state: Mapping[str, Any],
+                        checkpoint_dir: Optional[str] = None) -> str:
+        """Goes on from a ``state_dict()``, on this communicator's ranks: on as many ranks as it
+        was taken on, from the state inline (each rank its own); on another number, from its step
+        folder (the state is redistributed): ``checkpoint_dir``/``step_name`` when
+        ``checkpoint_dir`` is given (a checkpoint folder moved since), else ``step_dir``.
+        Returns which: "inline", or the step folder's path (the library logs it). Collective,
+        like construction. Only before the first batch is taken; a state of another order
+        (corpus, seed, logical shards, seq_len, EOS, BOS) is refused naming what differs. The
+        weights follow the configured ``weights`` or ``weight_schedule``, not those the saved
+        run set with ``set_weights`` (call it again after this; before, it is refused). When it
+        fails, the loader is as it was before the call. With ``trace_dir``, the trace starts at
+        the resumed step, as with ``resume_from``. States of format 1 (a step folder only) are
+        read too."""
         taken = self._loader.taken
         if taken > 0:
             raise _stoker.ConfigError(
@@ -388,7 +401,7 @@ class Loader:
             raise _stoker.ConfigError(
                 "load_state_dict() after set_weights(): the resumed loader follows the "
                 "configured schedule; call set_weights() after load_state_dict()")
-        if state.get("format") != _STATE_FORMAT:
+        if state.get("format") not in (_STATE_FORMAT, _STATE_FORMAT_1):
             raise _stoker.ConfigError(
                 f"load_state_dict(): not a stoker loader state (format {state.get('format')!r}, "
                 f"expected {_STATE_FORMAT!r})")
@@ -397,11 +410,26 @@ class Loader:
                   if theirs.get(k) != v]
         if differ:
             raise _stoker.ConfigError(
-                f"load_state_dict(): the state of {state['step_dir']} is of another order: " +
+                f"load_state_dict(): the state of step {state.get('step')} is of another order: " +
                 "; ".join(differ))
-        self._loader.resume(str(state["step_dir"]))
-        self._saved = (str(state["step_dir"]), self._loader.step)
+        step_dir = state.get("step_dir")
+        if checkpoint_dir is not None and state.get("step_name"):
+            step_dir = os.path.join(str(checkpoint_dir), state["step_name"])
+        if state.get("state") and state.get("world") == self._loader.world_size:
+            self._loader.resume("", state["state"])
+            used = "inline"
+        elif step_dir:
+            self._loader.resume(str(step_dir), b"")
+            used = str(step_dir)
+        else:
+            raise _stoker.ConfigError(
+                f"load_state_dict(): the state of step {state.get('step')} was taken on "
+                f"{state.get('world')} ranks with no save at that step; on "
+                f"{self._loader.world_size} ranks it resumes from the step folder of a save: "
+                "save at the steps whose state may be loaded on another number of ranks")
+        self._saved = (str(step_dir), self._loader.step) if step_dir else None
         self._save_failed = ""
+        return used
 
     def _holds_filled_buffer(self, batch: Batch) -> bool:
         """Whether ``batch["tokens"]`` holds the very buffer the loader filled (no copy); for
