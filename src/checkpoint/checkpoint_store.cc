@@ -166,18 +166,67 @@ StepFolder CompleteStep(const std::string& checkpoint_dir, uint64_t step,
   return folder;
 }
 
+namespace {
+
+// One warning for the incomplete step folders a resume passed over (newest first): how many, and
+// per pattern of problems (the folder's own path left out, so that the saves one killed rank
+// never finished read as one) how many, the newest and the oldest folder. A crash after frequent
+// saves may leave hundreds; `stoker steps` lists each.
+void WarnPassedOver(const std::string& checkpoint_dir, const std::vector<StepFolder>& passed) {
+  if (passed.empty()) return;
+  struct Pattern {
+    std::string problems;
+    uint64_t count = 0;
+    std::string newest, oldest;
+  };
+  std::vector<Pattern> patterns;
+  for (const StepFolder& folder : passed) {
+    std::vector<std::string> own;
+    for (const std::string& problem : folder.problems) {
+      std::string text = problem;
+      for (size_t at; (at = text.find(folder.path + "/")) != std::string::npos;) {
+        text.erase(at, folder.path.size() + 1);
+      }
+      own.push_back(std::move(text));
+    }
+    const std::string problems = fmt::format("{}", fmt::join(own, "; "));
+    auto it = std::find_if(patterns.begin(), patterns.end(),
+                           [&](const Pattern& p) { return p.problems == problems; });
+    if (it == patterns.end()) it = patterns.insert(patterns.end(), {problems, 0, folder.path, ""});
+    ++it->count;
+    it->oldest = folder.path;
+  }
+  std::vector<std::string> parts;
+  for (const Pattern& p : patterns) {
+    parts.push_back(p.count == 1 ? fmt::format("{} ({})", p.newest, p.problems)
+                                 : fmt::format("{} like {} ({}), the oldest {}", p.count, p.newest,
+                                               p.problems, p.oldest));
+  }
+  spdlog::warn(
+      "passing over {} incomplete checkpoint{} in {} (a save was interrupted?): {}; `stoker "
+      "steps {}` lists each",
+      passed.size(), passed.size() == 1 ? "" : "s", checkpoint_dir, fmt::join(parts, "; "),
+      checkpoint_dir);
+}
+
+}  // namespace
+
 std::optional<StepFolder> NewestCompleteStep(
     const std::string& checkpoint_dir, const std::vector<std::string>& required_files,
     const std::function<std::string(const StepFolder&)>& check) {
   std::vector<StepFolder> steps = ListStepFolders(checkpoint_dir, required_files);
+  std::vector<StepFolder> passed;
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
     if (it->complete() && check) {
       if (std::string problem = check(*it); !problem.empty()) it->problems.push_back(problem);
     }
-    if (it->complete()) return *it;
-    spdlog::warn("passing over incomplete checkpoint {} (a save was interrupted?): {}", it->path,
-                 fmt::join(it->problems, "; "));
+    if (it->complete()) {
+      WarnPassedOver(checkpoint_dir, passed);
+      return *it;
+    }
+    passed.push_back(*it);
   }
+  WarnPassedOver(checkpoint_dir, passed);
   if (!steps.empty()) {
     spdlog::warn(
         "none of the {} step folders in {} is complete (a job killed during its first saves?): "

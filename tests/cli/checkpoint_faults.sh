@@ -4,6 +4,8 @@
 #   - the newest step lacks a rank file, or holds only a .tmp (a save killed half-way), or has an
 #     empty loader/: --resume passes over it with one warning naming it and goes on from the
 #     newest complete step (the dump proves which); `stoker inspect` of it fails naming the file;
+#     many incomplete steps (the saves one rank never made) are one warning: how many, and per
+#     pattern of missing files how many, the newest and the oldest;
 #   - a truncated or a bit-flipped rank file in the newest step: passed over as incomplete, naming
 #     the file, and --resume goes on from the step before; `stoker inspect` of it fails naming it;
 #   - a checkpoint of another corpus or seed: refused, saying what differs;
@@ -96,8 +98,8 @@ $(cat "$work/out.txt")"
 dir=$(copy missing)
 rm "$dir/step-12/loader/rank-00001-of-00002.ckpt"
 expect_resumed "missing rank file" "$dir" 8 \
-  "passing over incomplete checkpoint $dir/step-12" \
-  "$dir/step-12/loader/rank-00001-of-00002.ckpt is missing"
+  "passing over 1 incomplete checkpoint in $dir " \
+  "$dir/step-12 (loader/rank-00001-of-00002.ckpt is missing)"
 expect_error "inspect of a step missing a rank file" 2 \
   "$dir/step-12/loader/rank-00001-of-00002.ckpt is missing" inspect "$dir/step-12"
 
@@ -106,16 +108,27 @@ mv "$dir/step-12/loader/rank-00000-of-00002.ckpt" "$dir/step-12/loader/rank-0000
 rm "$dir/step-12/loader/rank-00001-of-00002.ckpt"
 mkdir -p "$dir/step-16/loader"
 expect_resumed "incomplete newest steps" "$dir" 8 \
-  "passing over incomplete checkpoint $dir/step-16" \
-  "passing over incomplete checkpoint $dir/step-12"
+  "passing over 2 incomplete checkpoints in $dir " \
+  "2 like $dir/step-16 (loader holds no rank files), the oldest $dir/step-12;"
+
+dir=$(copy many-incomplete)
+rm "$dir/step-12/loader/rank-00001-of-00002.ckpt"
+for step in 13 14 15 16; do
+  cp -r "$work/base/step-12" "$dir/step-$step"
+  rm "$dir/step-$step/loader/rank-00000-of-00002.ckpt"
+done
+expect_resumed "many incomplete steps" "$dir" 8 "passing over" \
+  "passing over 5 incomplete checkpoints in $dir (a save was interrupted?): 4 like \
+$dir/step-16 (loader/rank-00000-of-00002.ckpt is missing), the oldest $dir/step-13; \
+$dir/step-12 (loader/rank-00001-of-00002.ckpt is missing); \`stoker steps $dir\` lists each"
 
 # --- Corrupt files: a resume reads every rank file of a step before it takes it; a step with a
 # damaged one is passed over as an incomplete one, naming the file. ---
 dir=$(copy truncated)
 file="$dir/step-12/loader/rank-00001-of-00002.ckpt"
 truncate -s -7 "$file"
-expect_resumed "truncated rank file" "$dir" 8 "passing over incomplete checkpoint $dir/step-12" \
-  "$file: not a valid stoker checkpoint"
+expect_resumed "truncated rank file" "$dir" 8 "passing over 1 incomplete checkpoint in $dir " \
+  "$dir/step-12 (loader/rank-00001-of-00002.ckpt: not a valid stoker checkpoint"
 
 dir=$(copy flipped)
 file="$dir/step-12/loader/rank-00000-of-00002.ckpt"
@@ -125,8 +138,8 @@ data = bytearray(open(sys.argv[1], "rb").read())
 data[len(data) // 2] ^= 0x04
 open(sys.argv[1], "wb").write(bytes(data))
 EOF
-expect_resumed "bit-flipped rank file" "$dir" 8 "passing over incomplete checkpoint $dir/step-12" \
-  "$file: not a valid stoker checkpoint"
+expect_resumed "bit-flipped rank file" "$dir" 8 "passing over 1 incomplete checkpoint in $dir " \
+  "$dir/step-12 (loader/rank-00000-of-00002.ckpt: not a valid stoker checkpoint"
 expect_error "inspect of a bit-flipped rank file" 2 "$file: not a valid stoker checkpoint" \
   inspect "$dir/step-12"
 
