@@ -168,8 +168,9 @@ class RunSession {
   // rank 0 prints the result line on stdout and writes it into result_file. `fields`: the
   // trainer's figures, a JSON object's text (its keys beside the session's: ranks, start_step,
   // end_step, stopped_early, resumed_from, saved_world, seconds, data_wait_share,
-  // max_wait_seconds, startup_seconds; a field of the same name wins). Returns the line (every
-  // rank).
+  // max_wait_seconds, max_save_wait_seconds (the longest a rank waited at a save for the others:
+  // how far apart they reached it; saves are collective, so the ranks stay within one save
+  // interval), startup_seconds; a field of the same name wins). Returns the line (every rank).
   std::string Finish(std::string_view fields, const WriteTrainerFiles& write);
 
   // Figures of this rank: seconds in the loop (from Start until Running() first said false)

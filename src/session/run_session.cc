@@ -91,6 +91,7 @@ class RunSession::Impl {
   std::chrono::steady_clock::time_point created = std::chrono::steady_clock::now(), started;
   std::optional<double> seconds;  // of the loop, once it ended (Running() said false)
   double startup = 0, waiting = 0;
+  double save_wait = 0;  // the longest this rank waited at a save for the others
   uint64_t start_step = 0, saved_step = 0;
   bool stopped = false;
 };
@@ -148,7 +149,9 @@ void RunSession::Impl::Save(const WriteTrainerFiles& write) {
   if (!settings.Saves() || step == saved_step) return;
   const std::string step_dir = settings.checkpoint_dir + "/" + StepFolderName(step);
   // Rank 0 writes the trainer's files and their record before any rank's loader file can
-  // complete the step.
+  // complete the step. Collective: the ranks stay within one save interval of each other (a
+  // rank far behind the others would lose them all their saves since, were the job to crash).
+  const auto arrived = std::chrono::steady_clock::now();
   mpi::FailTogether(comm, [&] {
     if (comm.rank() != 0) return;
     std::filesystem::create_directories(step_dir);
@@ -161,6 +164,7 @@ void RunSession::Impl::Save(const WriteTrainerFiles& write) {
     }
     if (!files.names.empty()) WriteFileAtomically(TrainerFilesPath(step_dir), record);
   });
+  save_wait = std::max(save_wait, Since(arrived));
   loader->Save(step_dir);
   saved_step = step;
 }
@@ -169,8 +173,8 @@ nlohmann::json RunSession::Impl::Figures() const {
   const double loop = seconds ? *seconds : Since(started);
   double times[2] = {loop, waiting};
   MPI_Allreduce(MPI_IN_PLACE, times, 2, MPI_DOUBLE, MPI_SUM, comm.get());
-  double max_wait = waiting;
-  MPI_Allreduce(MPI_IN_PLACE, &max_wait, 1, MPI_DOUBLE, MPI_MAX, comm.get());
+  double max_wait[2] = {waiting, save_wait};
+  MPI_Allreduce(MPI_IN_PLACE, max_wait, 2, MPI_DOUBLE, MPI_MAX, comm.get());
   const bool resumed = !resumed_from.empty();
   return {{"ranks", comm.size()},
           {"start_step", start_step},
@@ -180,7 +184,8 @@ nlohmann::json RunSession::Impl::Figures() const {
           {"saved_world", resumed ? nlohmann::json(saved_world) : nlohmann::json()},
           {"seconds", loop},
           {"data_wait_share", times[0] > 0 ? times[1] / times[0] : 0.0},
-          {"max_wait_seconds", max_wait},
+          {"max_wait_seconds", max_wait[0]},
+          {"max_save_wait_seconds", max_wait[1]},
           {"startup_seconds", startup}};
 }
 

@@ -3,7 +3,9 @@
 # --dump files are bit-identical between two runs of one configuration, of the right size, and
 # differ under another --seed; the final JSON line counts what was delivered; --config is read
 # and a flag on the command line wins over it; bad flags stop the run with one message printed
-# once; --help explains every option; SIGUSR1 and SIGTERM stop it at a step with a save; and
+# once; --help explains every option; SIGUSR1 and SIGTERM stop it at a step with a save; saves
+# keep the ranks together (a rank whose writes are slow is waited for, and the JSON line says how
+# long); and
 # through the dumps, at 1, 2 and 3 ranks, every rank's first epoch-share of each dataset is its
 # part of epoch 0: over the ranks, every token of the dataset exactly once.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
@@ -151,6 +153,25 @@ for sig in USR1 TERM; do
   "$STOKER" inspect "$ck/step-$end" > /dev/null || fail "SIG$sig: step-$end is not complete"
 done
 echo "ok: SIGUSR1 and SIGTERM stop the run at a step, saved, exit 0"
+
+# --- Saves keep the ranks together: rank 0's checkpoint writes slowed (each fsync 300 ms), the
+# other rank waits for it at the next save; the JSON line says how long. ---
+STOKER_FAULTS="fsync:.ckpt:*:delay=300:rank=0" run_ok 2 "$work/slow-saves" --data "$corpus" \
+  --seq-len 15 --batch-size 2 --steps 6 --save-every 1 --checkpoint-dir "$work/slow-ck"
+python3 - "$work/slow-saves.out" "$work/slow-ck" <<'EOF' ||
+import json, os, sys
+line = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+wait = line["max_save_wait_seconds"]
+steps = sorted(os.listdir(sys.argv[2]))
+problems = []
+if not 0.2 <= wait < 5:
+    problems.append(f"max_save_wait_seconds {wait}: the other rank did not wait for rank 0's saves")
+if [s for s in steps if s.startswith("step-")] != [f"step-{n}" for n in range(1, 7)]:
+    problems.append(f"step folders {steps}")
+sys.exit("\n".join(problems) or None)
+EOF
+  fail "saves with rank 0's writes slowed: $(tail -3 "$work/slow-saves.out")"
+echo "ok: a rank waits at a save for a slower one (max_save_wait_seconds in the JSON line)"
 
 # --- Exactly once through the dumps, at 1, 2 and 3 ranks, datasets dealt and walked. ---
 # With default weights each dataset gets its share of tokens, so 3 passes' worth of the whole
