@@ -164,3 +164,18 @@ def test_states_taken_between_saves_resume_as_a_stateful_dataloader_does(corpus)
     if WORLD.size > 1:  # another rank's state is refused, on every rank alike
         with pytest.raises(stoker.ConfigError, match="was given the state of rank"):
             loader(corpus).load_state_dict(per_rank[(WORLD.rank + 1) % WORLD.size][3])
+
+
+def test_a_save_names_its_folder_absolute_and_refuses_no_path(corpus, shared_dir):
+    stream = loader(corpus)
+    next(stream)
+    here = os.getcwd()
+    os.chdir(shared_dir)
+    try:
+        stream.save("relative/step-1")  # every rank: the same folder, seen from shared_dir
+    finally:
+        os.chdir(here)
+    assert stream.state_dict()["step_dir"] == os.path.join(shared_dir, "relative", "step-1")
+    for bad, kind in (("", ValueError), (None, TypeError), (123, TypeError)):
+        with pytest.raises(kind, match="save"):
+            stream.save(bad)

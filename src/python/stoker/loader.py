@@ -247,9 +247,17 @@ class Loader:
         rank, no communication; every rank calls it for the same step). Returns once the state is
         copied; the file is written in the background (``wait_for_save``). Raises the error of
         the previous save, if it failed (waiting for it with the GIL released). A failed write
-        that nobody waited for ends the program with exit code 1 (docs/python.md)."""
+        that nobody waited for ends the program with exit code 1 (docs/python.md). ``step_dir``
+        is a ``str`` or ``os.PathLike``, made absolute (``state_dict()`` names it so): an empty
+        one or another type is refused (ValueError, TypeError) before anything is written."""
+        if not isinstance(step_dir, (str, os.PathLike)):
+            raise TypeError(f"save(step_dir): a str or os.PathLike, not {type(step_dir).__name__}")
+        path = os.fspath(step_dir)
+        if not isinstance(path, str) or not path:
+            raise ValueError(f"save(step_dir): {step_dir!r} is not a folder's path")
+        path = os.path.abspath(path)
         try:
-            self._saved = (str(step_dir), self._loader.save(str(step_dir)))
+            self._saved = (path, self._loader.save(path))
         except _stoker.Error as error:
             self._note_failed_save(error)
             raise
