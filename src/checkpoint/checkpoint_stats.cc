@@ -8,6 +8,7 @@
 #include "checkpoint/checkpoint_step.h"
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/corpus_record_file.h"
+#include "packing/row_planner.h"
 
 namespace stoker {
 
@@ -86,7 +87,7 @@ DatasetProgress Progress(const RankCheckpoint& c, uint32_t d, const std::string&
   for (const UnfinishedDoc& u : s.unfinished) p.unfinished += u.dataset == d;
   for (const OpenUnit& open : s.lane.open) p.unfinished += open.unit.dataset == d;
   const std::vector<uint64_t>& redeal = d < s.redeal.size() ? s.redeal[d] : std::vector<uint64_t>{};
-  p.dealt = !s.lane.dealers[d].loads.empty() || !redeal.empty();
+  p.dealt = DealtIn(s)[d];
   if (p.dealt) {
     p.stream_min = redeal.empty() ? s.lane.dealers[d].position
                                   : *std::min_element(redeal.begin(), redeal.end());

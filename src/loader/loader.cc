@@ -135,6 +135,10 @@ class Loader::Impl {
   std::optional<Batch> Deliver(BatchStream::Ready ready);
   RankState StartingState();
   RestoredState GivenState() const;
+  // What a resume goes on from, as errors name it: the step folder, or the state given.
+  std::string ResumeSource() const {
+    return config_.resume_state.empty() ? config_.resume_from : "(resume_state)";
+  }
   RankCheckpoint Snapshot() const;
   // The datasets the rank files of a resume deal (DealtIn), checked the same on every rank.
   std::vector<bool> AgreedDealt(const RankState& state) const;
@@ -213,10 +217,7 @@ RankState Loader::Impl::StartingState() {
           ? RestoreRankState(comm_, config_.resume_from, Identity(), setup_.table)
           : GivenState();
   DealDatasets(comm_, AgreedDealt(restored.state), &setup_);
-  mpi::FailTogether(comm_, [&] {
-    CheckStateFits(restored.state, setup_.planner,
-                   config_.resume_state.empty() ? config_.resume_from : "(resume_state)");
-  });
+  mpi::FailTogether(comm_, [&] { CheckStateFits(restored.state, setup_.planner, ResumeSource()); });
   FollowNewSchedule(restored.saved_schedule, &restored.state);
   return std::move(restored.state);
 }
@@ -257,7 +258,7 @@ std::vector<bool> Loader::Impl::AgreedDealt(const RankState& state) const {
       STOKER_CHECK(count[d] == 0 || count[d] == static_cast<uint64_t>(comm_.size()), DataError,
                    "checkpoint {}: {} of {} ranks' states deal dataset {} to the ranks, the others "
                    "walk it: the rank files are not of one save",
-                   config_.resume_from, count[d], comm_.size(), setup_.table.datasets[d].name);
+                   ResumeSource(), count[d], comm_.size(), setup_.table.datasets[d].name);
     }
   });
   return dealt;

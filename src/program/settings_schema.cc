@@ -125,7 +125,7 @@ const Setting kData[] = {
      "one k times), at any rank count; every rank holds each of its documents' sizes (8 bytes "
      "each). A larger one is walked through each rank's logical shards, its epochs theirs. 0: "
      "none dealt. Fixed by the run that starts at step 0: a resume follows its checkpoint "
-     "(docs/loader.md, \"Epochs\")",
+     "(docs/loader.md, \"Epochs: dealt and walked\")",
      [](CLI::App* a, const Setting& s, S* v) { return Value(a, s, v->run.loader.deal_max_docs); }},
     {"layout", "--layout", "LAYOUT", "", "data", kBoth, kLoader, true,
      "The parallel layout of a job that splits its model: sizes in rank order, the first "

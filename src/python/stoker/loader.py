@@ -112,7 +112,7 @@ class Loader:
     step (below; not with ``weights``); ``seq_len``; ``batch_size`` rows per rank;
     ``seed``; ``logical_shards`` (units of the order ranks own; any rank count up to it works);
     ``deal_max_docs`` (a dataset of at most this many documents is dealt to the ranks, its
-    epochs the dataset's over all ranks; docs/loader.md, "Epochs");
+    epochs the dataset's over all ranks; docs/loader.md, "Epochs: dealt and walked");
     ``tensors`` ("torch", "numpy"; default torch where it can be imported);
     ``eos_id`` / ``bos_id`` (default: the corpus's eos_id attribute, no BOS); ``prefetch``
     finished batches kept ready; ``resume_from`` a checkpoint step folder to go on from (see
@@ -215,13 +215,8 @@ class Loader:
         their own, so that a read storage holds up does not hold up the caller (the process
         waits for it at exit). Every later call but ``close()`` raises ``ConfigError``. Deleting
         the loader (or leaving a ``with`` block) ends it the same way."""
-        if self._loader.closed:
-            return
-        try:
-            self._loader.close()
-        except _stoker.Error as error:
-            self._note_failed_save(error)
-            raise
+        if not self._loader.closed:
+            self._noting_failed_save(self._loader.close)
 
     @property
     def closed(self) -> bool:
@@ -256,19 +251,19 @@ class Loader:
         if not isinstance(path, str) or not path:
             raise ValueError(f"save(step_dir): {step_dir!r} is not a folder's path")
         path = os.path.abspath(path)
-        try:
-            self._saved = (path, self._loader.save(path))
-        except _stoker.Error as error:
-            self._note_failed_save(error)
-            raise
+        self._saved = (path, self._noting_failed_save(lambda: self._loader.save(path)))
 
     def wait_for_save(self) -> None:
         """Waits for the last save's file to be written; raises its error. Nothing to wait for
         once closed."""
-        if self._loader.closed:
-            return
+        if not self._loader.closed:
+            self._noting_failed_save(self._loader.wait_for_save)
+
+    def _noting_failed_save(self, call: Any) -> Any:
+        """``call()`` (a save, a wait for one, a close); the error of a save it raises is noted
+        (``_note_failed_save``) and raised again."""
         try:
-            self._loader.wait_for_save()
+            return call()
         except _stoker.Error as error:
             self._note_failed_save(error)
             raise
