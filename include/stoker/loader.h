@@ -46,6 +46,7 @@
 #include "stoker/corpus.h"
 #include "stoker/io_engine.h"
 #include "stoker/layout.h"
+#include "stoker/mixing_shares.h"
 #include "stoker/weights.h"
 
 namespace stoker {
@@ -169,7 +170,7 @@ class Loader {
 
   // Sets the mixing weights (dataset -> relative weight, as LoaderConfig::weights; not named:
   // 0) from the next batch Next() returns on, for good: they replace what the schedule had for
-  // step() and after, and the mixer's deficits start afresh. Collective over the Loader's
+  // step() and after, as a jump of the schedule would. Collective over the Loader's
   // communicator: every rank calls it after the same step with the same weights, and a call
   // whose step or weights differ between ranks is refused on every rank (ConfigError naming
   // them) before any rank changes anything. (Checked at the call, not at the next batch: that
@@ -186,6 +187,14 @@ class Loader {
   std::vector<double> weights() const;
   // The weight schedule in force (a SetWeights included), by dataset name; normalized weights.
   WeightSchedule schedule() const;
+  // Each dataset's tokens in the batches of the data-parallel ranks (a replica's counted once)
+  // up to step(), beside the tokens the weights of their steps promise it (stoker/
+  // mixing_shares.h), from the rank states and the mixing clock: exact through resumes and
+  // rescales. Counted since the weights last changed (the step of the schedule's entry in force:
+  // a jump, a ramp's start, a SetWeights) when this Loader delivered that step's batch, else
+  // since step 0; with `since_step_zero`, since step 0 (the whole run, every job of it).
+  // Collective over the Loader's communicator: every rank calls it after the same step.
+  MixingShares Shares(bool since_step_zero = false) const;
   int64_t eos_id() const;
   std::optional<int64_t> bos_id() const;
   // The data-parallel rank and size (in a layout, LoaderConfig::layout; else the communicator's).

@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <memory>
+#include <optional>
+#include <span>
+#include <utility>
 
 #include "base/check.h"
 #include "checkpoint/checkpoint_store.h"
@@ -20,7 +23,9 @@
 #include "loader/replica_groups.h"
 #include "loader/shared_settings.h"
 #include "loader/unit_sizes.h"
+#include "mixing/lane.h"
 #include "mpi/agreement.h"
+#include "packing/row_planner.h"
 #include "state/loader_state.h"
 
 namespace stoker {
@@ -116,6 +121,7 @@ class Loader::Impl {
   void WaitForSave() { writer_.Wait(); }
   std::string EncodedState() const { return EncodeCheckpoint(Snapshot()); }
   void SetWeights(const std::map<std::string, double>& weights);
+  MixingShares Shares(bool since_step_zero) const;
   const LoaderSetup& setup() const { return setup_; }
   const RankState& delivered() const { return delivered_; }
   int rank() const { return comm_.rank(); }
@@ -134,6 +140,10 @@ class Loader::Impl {
   BatchStream& Stream() const;
   std::optional<Batch> Deliver(BatchStream::Ready ready);
   RankState StartingState();
+  // Marks the batch's step when the weights change there (change_mark_), before its delta.
+  void MarkWeightChange();
+  // This replica's tokens per dataset since `step`, or since step 0 (on every member).
+  std::vector<uint64_t> DeliveredSince(uint64_t step) const;
   RestoredState GivenState() const;
   // What a resume goes on from, as errors name it: the step folder, or the state given.
   std::string ResumeSource() const {
@@ -158,6 +168,9 @@ class Loader::Impl {
   // ranks): encoded once, since the table does not change during a run.
   std::shared_ptr<const std::string> corpus_record_;
   RankState delivered_;  // the state after the last batch Next() returned (trainer's thread)
+  // The step the weights last changed at and this rank's delivered tokens then, per dataset
+  // (DeliveredTokens), when this Loader delivered that step's batch (Shares).
+  std::optional<std::pair<uint64_t, std::vector<uint64_t>>> change_mark_;
   CheckpointWriter writer_;
   std::unique_ptr<BatchStream> stream_;  // runs ahead of delivered_
   const pid_t pid_ = getpid();           // the process that made the Loader
@@ -328,6 +341,7 @@ BatchStream& Loader::Impl::Stream() const {
 // the step: it saves nothing).
 std::optional<Batch> Loader::Impl::Deliver(BatchStream::Ready ready) {
   if (reads()) {
+    MarkWeightChange();
     ApplyDelta(ready.delta, &delivered_);
   } else {
     delivered_.step = ready.batch.step;
@@ -335,6 +349,57 @@ std::optional<Batch> Loader::Impl::Deliver(BatchStream::Ready ready) {
   SplitForContext(context_size_, context_rank_, &ready.batch);
   KeepFieldsOfStage(stage_, &ready.batch);
   return std::move(ready.batch);
+}
+
+void Loader::Impl::MarkWeightChange() {
+  const MixSchedule& schedule = setup_.planner.schedule;
+  const uint64_t step = delivered_.step;  // the batch's
+  if (step == 0 || schedule.entries()[schedule.EntryAt(step)].step != step) return;
+  change_mark_.emplace(step, DeliveredTokens(delivered_.lane, delivered_.datasets));
+}
+
+std::vector<uint64_t> Loader::Impl::DeliveredSince(uint64_t step) const {
+  std::vector<uint64_t> tokens(setup_.table.datasets.size(), 0);
+  if (replica_rank_ == 0) {  // a replica's other members follow its first one's lane
+    tokens = DeliveredTokens(delivered_.lane, tokens.size());
+    if (step > 0) {
+      STOKER_ASSERT(change_mark_ && change_mark_->first == step, "no mark at step {}", step);
+      for (size_t d = 0; d < tokens.size(); ++d) tokens[d] -= change_mark_->second[d];
+    }
+  }
+  comm_.SumInPlace(std::span<uint64_t>(tokens));
+  if (replica_) {
+    MPI_Bcast(tokens.data(), static_cast<int>(tokens.size()), MPI_UINT64_T, 0, replica_->get());
+  }
+  return tokens;
+}
+
+// The clock is a function of the schedule and the state's base: the same on every rank.
+MixingShares Loader::Impl::Shares(bool since_step_zero) const {
+  const MixSchedule& schedule = setup_.planner.schedule;
+  const uint64_t step = delivered_.step;
+  const uint64_t last = step > 0 ? step - 1 : 0;
+  uint64_t from = 0;
+  if (!since_step_zero && step > 0) {
+    const uint64_t changed = schedule.entries()[schedule.EntryAt(last)].step;
+    const bool marked = change_mark_ && change_mark_->first == changed;
+    // Marked on every rank that holds a lane, or on none (they delivered the same steps); a
+    // replica's first member tells the others.
+    uint64_t known = marked && replica_rank_ == 0 ? 1 : 0;
+    if (replica_) MPI_Bcast(&known, 1, MPI_UINT64_T, 0, replica_->get());
+    if (known == 1) from = changed;
+  }
+  MixingShares shares{.from_step = from,
+                      .to_step = step,
+                      .tokens = DeliveredSince(from),
+                      .weights = schedule.WeightsAt(last)};
+  const MixClock clock = RowPlanner::ClockOf(setup_.planner, delivered_);
+  for (uint32_t d = 0; d < setup_.table.datasets.size(); ++d) {
+    shares.datasets.push_back(setup_.table.datasets[d].name);
+    // Before a rescale's base the clock earns at the new rate; `from` is 0 or past the base.
+    shares.promised.push_back(clock.Earned(d, step) - (from == 0 ? 0.0 : clock.Earned(d, from)));
+  }
+  return shares;
 }
 
 // This rank's next batch: from its stream, or through the replica's broadcast.
@@ -450,6 +515,7 @@ void Loader::SetWeights(const std::map<std::string, double>& weights) {
 std::vector<double> Loader::weights() const {
   return impl_->setup().planner.schedule.WeightsAt(impl_->delivered().step);
 }
+MixingShares Loader::Shares(bool since_step_zero) const { return impl_->Shares(since_step_zero); }
 WeightSchedule Loader::schedule() const {
   const LoaderSetup& setup = impl_->setup();
   WeightSchedule out;

@@ -264,4 +264,19 @@ const DealerState* LatestAtOrBefore(std::span<const DealerState> states, uint64_
   return latest;
 }
 
+std::vector<uint64_t> DeliveredTokens(const LaneState& state, size_t datasets) {
+  std::vector<uint64_t> tokens(datasets, 0);
+  for (size_t d = 0; d < std::min(datasets, state.started.size()); ++d) {
+    tokens[d] = state.started[d];
+  }
+  for (const OpenUnit& open : state.open) {
+    STOKER_ASSERT(open.unit.dataset < datasets && open.done <= open.unit.dealt.size &&
+                      open.unit.dealt.size - open.done <= tokens[open.unit.dataset],
+                  "an open unit of dataset {} ({} of {} tokens done) beyond what its lane started",
+                  open.unit.dataset, open.done, open.unit.dealt.size);
+    tokens[open.unit.dataset] -= open.unit.dealt.size - open.done;
+  }
+  return tokens;
+}
+
 }  // namespace stoker

@@ -97,6 +97,11 @@ struct LaneState {
   bool operator==(const LaneState&) const = default;
 };
 
+// Per dataset (`datasets` of them): the framed tokens a lane of `state` delivered, the units it
+// started less what its open ones have still to deliver. Summed over the lanes, the tokens of
+// every batch since step 0, whatever rescales came between (they keep the sums).
+std::vector<uint64_t> DeliveredTokens(const LaneState& state, size_t datasets);
+
 // Tokens [first, first + count) of a unit of dealt.size tokens, count > 0.
 struct LanePiece {
   LaneUnit unit;

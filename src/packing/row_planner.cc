@@ -23,13 +23,17 @@ uint64_t RowPlanner::StepTokens(const PlannerConfig& config) {
   return config.world * config.rows * config.row_tokens;
 }
 
+MixClock RowPlanner::ClockOf(const PlannerConfig& config, const RankState& state) {
+  return MixClock(config.schedule, StepTokens(config), BaseOf(state, StepTokens(config)));
+}
+
 RowPlanner::RowPlanner(PlannerConfig config, RankState state, DocLocator locate)
     : config_(std::move(config)),
       shards_(config_, state),
       walk_{.state = std::move(state)},
       locate_(std::move(locate)),
       extra_(config_.bos ? 2 : 1),
-      clock_(config_.schedule, StepTokens(config_), BaseOf(walk_.state, StepTokens(config_))),
+      clock_(ClockOf(config_, walk_.state)),
       units_(&config_, &shards_, &walk_.state, &walk_.position, &locate_, extra_, &touched_) {
   const RankState& s = walk_.state;
   const auto n = static_cast<uint32_t>(config_.datasets.size());

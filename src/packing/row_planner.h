@@ -98,6 +98,9 @@ class RowPlanner {
   uint64_t framed_length(uint64_t length) const { return length == 0 ? 0 : length + extra_; }
   // The tokens of a global step: world * rows * row_tokens.
   static uint64_t StepTokens(const PlannerConfig& config);
+  // The mixing clock of `config` for `state`: its base (RebaseClock) at StepTokens(config), or
+  // from step 0 for a fresh state.
+  static MixClock ClockOf(const PlannerConfig& config, const RankState& state);
 
  private:
   // Where every dataset's sequence of documents stands: the state's cursors and the walk's

@@ -57,6 +57,26 @@ std::map<std::string, double> WeightsByName(const Loader& loader) {
   return out;
 }
 
+// Loader.shares(): MixingShares as a dict, the per-dataset figures by name.
+py::dict SharesToPython(const MixingShares& shares) {
+  py::dict tokens, promised, weights;
+  for (size_t d = 0; d < shares.datasets.size(); ++d) {
+    const py::str name(shares.datasets[d]);
+    tokens[name] = shares.tokens[d];
+    promised[name] = shares.promised[d];
+    weights[name] = shares.weights[d];
+  }
+  py::dict out;
+  out["from_step"] = shares.from_step;
+  out["to_step"] = shares.to_step;
+  out["tokens"] = tokens;
+  out["promised"] = promised;
+  out["weights"] = weights;
+  out["largest_gap"] = shares.LargestGap();
+  out["text"] = shares.Text();
+  return out;
+}
+
 // Each kind is a stoker.Error and the standard exception a Python caller expects of it:
 // ConfigError and DataError a ValueError (a setting, or the corpus's content, is wrong), IoError
 // and Hdf5Error an OSError, MpiError and InternalError a RuntimeError; BusyError a ConfigError.
@@ -109,6 +129,10 @@ void BindLoader(py::module_& m) {
                                    s.Locked([&] { return s.loader().schedule(); });
                                return ScheduleToPython(schedule);
                              })
+      .def("shares",
+           [](Self& s, bool since_step_zero) {
+             return SharesToPython(s.Locked([&] { return s.loader().Shares(since_step_zero); }));
+           })
       // Converted with the GIL held; the reading pipeline is rebuilt (its thread stopped, the
       // batches read ahead dropped) under the lock.
       .def("set_weights",

@@ -106,12 +106,9 @@ class Trainer {
   void WriteFiles(const std::string& step_dir);
   void CheckReplica();
   void LogProgress();
-  // "weights web=0.700 code=0.300 | shares web=0.702 code=0.298": the weights of the first
-  // batch since the last line and the tokens of each dataset since then, over every rank.
-  std::string MixingText();
-  nlohmann::json Fields(const std::string& checksum) const;
+  nlohmann::json Fields(const std::string& checksum, const MixingShares& run_shares) const;
   void Report();
-  static void LogSummary(const nlohmann::json& summary);
+  static void LogSummary(const nlohmann::json& summary, const MixingShares& run_shares);
 
   const TrainOptions& options_;
   MPI_Comm world_;
@@ -130,8 +127,6 @@ class Trainer {
   double last_log_time_ = 0, last_log_wait_ = 0;
   uint64_t steps_run_ = 0, last_log_steps_ = 0;
   uint64_t batches_hash_ = kHashStart;  // of the batches since the last line (CheckReplica)
-  std::vector<double> log_weights_;     // of the first batch since the last line
-  std::vector<uint64_t> log_tokens_;    // per dataset, this rank's since the last line
   std::deque<double> first_losses_, last_losses_;
 };
 
@@ -218,7 +213,6 @@ float Trainer::AverageGradients(float loss, bool* stop) {
 bool Trainer::Step() {
   Batch next = session_.Next();
   batches_hash_ = HashTokens(next.tokens, batches_hash_);
-  for (size_t d = 0; d < log_tokens_.size(); ++d) log_tokens_[d] += next.dataset_tokens[d];
   const TensorBatch batch = ToTensors(std::move(next));
   const int64_t top = batch.tokens.max().item<int64_t>();
   if (top >= model_->shape().vocab) {
@@ -278,7 +272,8 @@ void Trainer::LogProgress() {
   const double interval = now - last_log_time_;
   const uint64_t steps = steps_run_ - last_log_steps_;
   const double tokens = static_cast<double>(steps * config_tokens_per_step_);
-  const std::string mixing = MixingText();
+  // The shares the mixer promises to keep, over every rank (Loader::Shares).
+  const std::string mixing = loader_.Shares().Text();
   spdlog::info("train: step {}/{} loss {:.3f} | {:.1f}k tokens/s | data wait {:.1f}% | {}",
                loader_.step(), options_.run.steps, last_losses_.back(),
                interval > 0 ? tokens / interval / 1e3 : 0.0,
@@ -288,27 +283,19 @@ void Trainer::LogProgress() {
   last_log_steps_ = steps_run_;
 }
 
-std::string Trainer::MixingText() {
-  MPI_Allreduce(MPI_IN_PLACE, log_tokens_.data(), static_cast<int>(log_tokens_.size()),
-                MPI_UINT64_T, MPI_SUM, world_);
-  const double all = std::accumulate(log_tokens_.begin(), log_tokens_.end(), 0.0);
-  std::string weights = "weights", shares = "shares";
-  for (size_t d = 0; d < log_tokens_.size(); ++d) {
-    if (log_weights_[d] == 0 && log_tokens_[d] == 0) continue;
-    const std::string& name = loader_.corpus().datasets[d].name;
-    weights += fmt::format(" {}={:.3f}", name, log_weights_[d]);
-    shares += fmt::format(" {}={:.3f}", name, all > 0 ? log_tokens_[d] / all : 0.0);
-  }
-  std::fill(log_tokens_.begin(), log_tokens_.end(), 0);
-  log_weights_ = loader_.weights();
-  return weights + " | " + shares;
-}
-
-// The trainer's figures of the result line, beside the session's.
-nlohmann::json Trainer::Fields(const std::string& checksum) const {
+// The trainer's figures of the result line, beside the session's: with each dataset's tokens
+// since step 0 (every run of the job) and those the weights promised it, over every rank.
+nlohmann::json Trainer::Fields(const std::string& checksum, const MixingShares& run_shares) const {
   const uint64_t tokens = steps_run_ * config_tokens_per_step_;
   const double seconds = session_.seconds();
+  nlohmann::json dataset_tokens = nlohmann::json::object(), promised = nlohmann::json::object();
+  for (size_t d = 0; d < run_shares.datasets.size(); ++d) {
+    dataset_tokens[run_shares.datasets[d]] = run_shares.tokens[d];
+    promised[run_shares.datasets[d]] = run_shares.promised[d];
+  }
   return {
+      {"dataset_tokens", dataset_tokens},
+      {"promised_tokens", promised},
       {"loss_start",
        first_losses_.empty() ? nlohmann::json() : nlohmann::json(Mean(first_losses_))},
       {"loss_end", last_losses_.empty() ? nlohmann::json() : nlohmann::json(Mean(last_losses_))},
@@ -328,13 +315,14 @@ void Trainer::Report() {
                               checksums[r], checksums[0]));
     }
   }
-  const std::string line = session_.Finish(Fields(checksums[0]).dump(),
+  const MixingShares run_shares = loader_.Shares(/*since_step_zero=*/true);
+  const std::string line = session_.Finish(Fields(checksums[0], run_shares).dump(),
                                            [&](const std::string& dir) { WriteFiles(dir); });
-  if (rank_ == 0) LogSummary(nlohmann::json::parse(line));
+  if (rank_ == 0) LogSummary(nlohmann::json::parse(line), run_shares);
 }
 
-// One line for people (the JSON result is for programs).
-void Trainer::LogSummary(const nlohmann::json& s) {
+// Two lines for people (the JSON result is for programs): the run, and its mixing.
+void Trainer::LogSummary(const nlohmann::json& s, const MixingShares& run_shares) {
   const auto number = [&](const char* key, const char* format) {
     return s[key].is_null() ? std::string("-")
                             : fmt::format(fmt::runtime(format), s[key].get<double>());
@@ -345,12 +333,12 @@ void Trainer::LogSummary(const nlohmann::json& s) {
                s["stopped_early"].get<bool>() ? " (stopped early on a signal)" : "",
                number("loss_start", "{:.3f}"), number("loss_end", "{:.3f}"),
                number("tokens_per_second", "{:.0f}"));
+  spdlog::info("train: mixing over the run: {} | largest gap {:.0f} tokens", run_shares.Text(),
+               run_shares.LargestGap());
 }
 
 int Trainer::Run() {
   Start();
-  log_weights_ = loader_.weights();
-  log_tokens_.assign(log_weights_.size(), 0);
   const WriteTrainerFiles write = [&](const std::string& dir) { WriteFiles(dir); };
   while (session_.Running()) {
     const bool stop = Step();

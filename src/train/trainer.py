@@ -128,8 +128,6 @@ class Trainer:
         if self.hp.clip > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.hp.clip)
         self.optimizer.step()
-        for name, count in batch["dataset_tokens"].items():
-            self.log_tokens[name] = self.log_tokens.get(name, 0) + count
         self.tokens_trained += self.tokens_per_step
         self.steps_run += 1
         mean_loss = votes[0].item() / self.size
@@ -149,7 +147,6 @@ class Trainer:
     def run(self):
         self.start()
         self.last_log = (0.0, 0.0, 0)  # loop seconds, waiting, steps run
-        self.log_weights, self.log_tokens = self.loader.weights, {}  # since the last line
         while self.session.running:
             stop = self.step()
             step = self.loader.step
@@ -183,27 +180,13 @@ class Trainer:
         self.log(self.comm, f"train: step {self.loader.step}/{self.target} loss "
                             f"{self.last_losses[-1]:.3f} | {tokens / interval / 1e3:.1f}k tokens/s"
                             f" | data wait {100 * (waiting - waited) / interval:.1f}%"
-                            f" | {self.mixing_text()}")
+                            f" | {self.loader.shares()['text']}")
         self.last_log = (now, waiting, self.steps_run)
 
-    def mixing_text(self):
-        """As stoker-train logs it: "weights web=0.700 code=0.300 | shares web=0.702 code=0.298",
-        the weights of the first batch since the last line and the tokens of each dataset since
-        then, over every rank. Collective."""
-        names = list(self.log_weights)
-        counts = torch.tensor([float(self.log_tokens.get(n, 0)) for n in names],
-                              dtype=torch.float64)
-        dist.all_reduce(counts)
-        total = float(counts.sum())
-        shown = [(n, w, c) for n, w, c in zip(names, self.log_weights.values(), counts.tolist())
-                 if w > 0 or c > 0]
-        weights = " ".join(f"{n}={w:.3f}" for n, w, _ in shown)
-        shares = " ".join(f"{n}={c / total if total else 0:.3f}" for n, _, c in shown)
-        self.log_weights, self.log_tokens = self.loader.weights, {}
-        return f"weights {weights} | shares {shares}"
-
-    def fields(self, checksum):
-        """The trainer's figures of the result line, beside the session's."""
+    def fields(self, checksum, run_shares):
+        """The trainer's figures of the result line, beside the session's: with each dataset's
+        tokens since step 0 (every run of the job) and those the weights promised it, over every
+        rank."""
         tokens = self.steps_run * self.tokens_per_step
         seconds = self.session.seconds
 
@@ -213,17 +196,19 @@ class Trainer:
                 "tokens": tokens, "tokens_trained": self.tokens_trained,
                 "tokens_per_second": tokens / seconds if seconds > 0 else 0.0,
                 "doc_mask": self.hp.doc_mask, "model_checksum": checksum,
-                "trainer": "train.py"}
+                "dataset_tokens": run_shares["tokens"],
+                "promised_tokens": run_shares["promised"], "trainer": "train.py"}
 
     def report(self):
         """Every replica must hold the same model; the session saves the last step and prints
-        the result line; rank 0 logs it for people."""
+        the result line; rank 0 logs it for people, and the run's mixing."""
         checksums = self.comm.allgather(model_checksum(self.model))
         for r, c in enumerate(checksums):
             if c != checksums[0]:
                 raise stoker.Error(f"the model of rank {r} ({c}) differs from rank 0's "
                                    f"({checksums[0]})")
-        s = self.session.finish(self.fields(checksums[0]), self.write_files)
+        run_shares = self.loader.shares(since_step_zero=True)
+        s = self.session.finish(self.fields(checksums[0], run_shares), self.write_files)
         if self.rank != 0:
             return
 
@@ -234,3 +219,5 @@ class Trainer:
                             f"{s['end_step']}{early}, loss {number('loss_start', '.3f')} -> "
                             f"{number('loss_end', '.3f')}, "
                             f"{number('tokens_per_second', '.0f')} tokens/s")
+        self.log(self.comm, f"train: mixing over the run: {run_shares['text']} | largest gap "
+                            f"{run_shares['largest_gap']:.0f} tokens")

@@ -83,6 +83,8 @@ import json, sys
 out, steps, dp = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 result = json.loads(open(out).read().strip().splitlines()[-1])
 assert result["tokens"] == steps * 2 * 32 * dp, result
+# Each dataset's framed tokens over the data-parallel ranks, a replica's counted once.
+assert sum(result["dataset_tokens"].values()) == steps * 2 * 33 * dp, result
 assert result["model_checksum"], result
 PY
 }

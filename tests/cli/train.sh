@@ -46,9 +46,10 @@ done
 kill -USR1 "$pid"
 wait "$pid" || { cat "$work/a.err" >&2; fail "the preempted run exited $?"; }
 grep -q "stopping at step .* on signal; saved" "$work/a.err" || fail "no stop message"
-# Every progress line says the weights in force and the shares measured over all ranks.
+# Every progress line says the weights in force and the shares over all ranks since they last
+# changed (from step 0 here: constant weights, so no promised shares apart).
 grep -Eq "train: step 20/.* \| weights copyright=0.600 headers=0.300 licenses=0.100 \| shares \
-copyright=0\.[0-9]{3} headers=0\.[0-9]{3} licenses=0\.[0-9]{3}$" "$work/a.err" ||
+since step 0 copyright=0\.[0-9]{3} headers=0\.[0-9]{3} licenses=0\.[0-9]{3}$" "$work/a.err" ||
   fail "no weights and shares on the progress line: $(grep -m1 'train: step' "$work/a.err")"
 a_end=$(json 'd["end_step"]' < "$work/a.out")
 [ "$(json 'd["stopped_early"]' < "$work/a.out")" = True ] || fail "run A was not stopped early"
@@ -85,6 +86,9 @@ grep -q "resumed from $ck/step-$a_end (saved on 4 ranks, now 2)" "$work/b.err" |
 [ "$(grep -c "train: changed at this resume: " "$work/b.err")" = 1 ] &&
   grep -q "train: changed at this resume: --warmup 20 -> 30" "$work/b.err" ||
   { cat "$work/b.err" >&2; fail "run B did not log its one setting change (--warmup)"; }
+grep -Eq "train: mixing over the run: weights copyright=0.600 headers=0.300 licenses=0.100 \| \
+shares since step 0 copyright=0\.[0-9]{3} .* \| largest gap [0-9]+ tokens$" "$work/b.err" ||
+  fail "run B's report has no mixing line: $(grep 'train: ' "$work/b.err" | tail -2)"
 [ "$(json 'd["start_step"], d["end_step"], d["saved_world"], d["ranks"]' < "$work/b.out")" = \
   "$a_end $b_end 4 2" ] || fail "run B: $(tail -1 "$work/b.out")"
 loss_start=$(json 'd["loss_start"]' < "$work/a.out")
@@ -96,10 +100,20 @@ echo "run B: 2 ranks, steps $((a_end + 1))..$b_end; loss $loss_start -> $loss_en
 # 3. The audit of both runs.
 "$STOKER" audit "$trace" --data "$work/corpus" --json > "$work/audit.json" ||
   { cat "$work/audit.json" >&2; fail "stoker audit found problems"; }
-python3 - "$work/audit.json" "$a_end" "$b_end" <<'PY' || fail "the audit's figures are wrong"
+python3 - "$work/audit.json" "$a_end" "$b_end" "$work/a.out" "$work/b.out" <<'PY' ||
+  fail "the audit's figures, or the trainer's count of each dataset's tokens, are wrong"
 import json, sys
 d = json.load(open(sys.argv[1]))
 a_end, b_end = int(sys.argv[2]), int(sys.argv[3])
+# The result lines' tokens of each dataset since step 0 over all ranks (run B's through the
+# rescale, from the loader's state) against the steps and the audit's count from the piece
+# traces; what the weights promised adds up alike.
+a, b = (json.loads(open(p).read().strip().splitlines()[-1]) for p in sys.argv[4:6])
+for run, rows in ((a, a_end * 4 * 8), (b, (a_end * 4 + (b_end - a_end) * 2) * 8)):
+    assert sum(run["dataset_tokens"].values()) == rows * 129, run["dataset_tokens"]
+    assert abs(sum(run["promised_tokens"].values()) - rows * 129) < 1, run["promised_tokens"]
+for name, ds in d["datasets"].items():
+    assert b["dataset_tokens"][name] == ds["epochs"][0]["tokens"], (name, b, ds["epochs"])
 runs = [(r["start_step"], r["world_size"], r["valid_end"]) for r in d["runs"]]
 assert d["clean"] and d["problem_count"] == 0, d["problems"]
 assert runs == [(0, 4, a_end), (a_end, 2, b_end)], runs

@@ -6,8 +6,9 @@
 // MakeLayoutComms given instead of the layout do the same; a save under one layout holds one file
 // per data-parallel rank and resumes under another as the flat job's rescale does; the gradient
 // group holds the dp x cp ranks of one tp coordinate; SetWeights
-// reaches every member; layouts that do not fit the job, and ranks that describe it otherwise, are
-// refused on every rank.
+// reaches every member; every member, of every pipeline stage, counts the mixing shares of the
+// whole job (Loader::Shares); layouts that do not fit the job, and ranks that describe it
+// otherwise, are refused on every rank.
 #include "stoker/layout.h"
 
 #include <fmt/format.h>
@@ -167,6 +168,16 @@ TEST_F(LayoutTest, PipelineStagesTakeTheFieldsTheyUse) {
           << "rank " << comm_.rank() << " (stage " << stage << ") by " << ReplicaFeedName(feed)
           << " at batch " << s + 1;
     }
+    // Every member, of every stage, counts each dataset's tokens of the flat job once.
+    std::vector<uint64_t> tokens(2, 0);
+    for (const Encoded& rank : flat) {
+      for (const std::string& b : rank) {
+        const Batch batch = DecodeBatch(b);
+        for (size_t d = 0; d < 2; ++d) tokens[d] += batch.dataset_tokens[d];
+      }
+    }
+    EXPECT_EQ(loader.Shares(true).tokens, tokens)
+        << "rank " << comm_.rank() << " (stage " << stage << ") by " << ReplicaFeedName(feed);
   }
 }
 
@@ -260,6 +271,10 @@ TEST_F(LayoutTest, SetWeightsReachesEveryMember) {
   config.layout = "tp=2,dp=4";
   Loader loader(MPI_COMM_WORLD, config);
   ExpectFlatAtEachReplica(config.layout, run(loader), flat, "SetWeights after step 3");
+  const MixingShares shares = loader.Shares();  // every member counts from the change
+  EXPECT_EQ(shares.from_step, 3u) << "rank " << comm_.rank();
+  EXPECT_EQ(shares.to_step, 7u) << "rank " << comm_.rank();
+  EXPECT_NEAR(shares.promised[1] / (shares.promised[0] + shares.promised[1]), 0.75, 1e-12);
 }
 
 TEST_F(LayoutTest, LayoutsThatDoNotFitTheJobAreRefusedOnEveryRank) {

@@ -10,12 +10,16 @@
 //   schedule at a resume for the steps not yet run, every framed token of epoch 0 is delivered
 //   exactly once (counted over every rank's pieces);
 // - SetWeights after step S gives the stream a schedule with a jump at S gives, its save records
-//   the change, and weights the corpus cannot follow are refused with the stream unchanged.
+//   the change, and weights the corpus cannot follow are refused with the stream unchanged;
+// - Loader::Shares counts each dataset's tokens over all ranks since the weights last changed
+//   (and since step 0, through a resume on fewer ranks), beside the tokens the weights of their
+//   steps promise, as the test counts them batch by batch.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -280,6 +284,103 @@ TEST_F(MixingTest, SetWeightsIsAJumpAtTheNextBatchAndItsSaveRecordsIt) {
   config.resume_from = dir_ / "set/step-60";
   Loader resumed(MPI_COMM_WORLD, config);
   ExpectSameStream(tail, Pull(resumed, 20), "resumed after SetWeights", comm_.rank());
+}
+
+// A rank's tokens of each dataset from some step on, and those the weights of their steps give
+// it, as Loader::Shares counts them over all ranks.
+struct SharesCount {
+  uint64_t from = 0;
+  std::vector<uint64_t> tokens = std::vector<uint64_t>(3, 0);
+  std::vector<double> promised = std::vector<double>(3, 0);
+
+  void Add(const Batch& batch, const WeightSchedule& schedule) {
+    uint64_t all = 0;
+    for (uint32_t d = 0; d < 3; ++d) all += batch.dataset_tokens[d];
+    for (uint32_t d = 0; d < 3; ++d) {
+      tokens[d] += batch.dataset_tokens[d];
+      promised[d] += static_cast<double>(all) * ScheduledWeight(schedule, batch.step - 1, d);
+    }
+  }
+  // The sums over `comm` (collective).
+  SharesCount Over(const mpi::Comm& comm) const {
+    SharesCount sum = *this;
+    comm.SumInPlace(std::span<uint64_t>(sum.tokens));
+    comm.SumInPlace(std::span<double>(sum.promised));
+    return sum;
+  }
+};
+
+void ExpectShares(const MixingShares& got, const SharesCount& want, uint64_t to,
+                  const std::string& what) {
+  EXPECT_EQ(got.from_step, want.from) << what << " at step " << to;
+  EXPECT_EQ(got.to_step, to) << what;
+  EXPECT_EQ(got.datasets, kNames) << what;
+  EXPECT_EQ(got.tokens, want.tokens) << what << " at step " << to;
+  for (uint32_t d = 0; d < 3; ++d) {
+    EXPECT_NEAR(got.promised[d], want.promised[d], 1e-6 * (1 + want.promised[d]))
+        << what << " at step " << to << ", dataset " << kNames[d];
+  }
+}
+
+// Loader::Shares against the test's own count over all ranks, batch by batch: since the entry in
+// force (jumps at 40 and 100, 130 where the ramp to 160 starts, 160, a SetWeights at 210), and
+// since step 0; its text adds the promised shares along the ramp only. Resumed on fewer ranks
+// (a rescale) at 220: since step 0 still, the first run's batches included (the change at 210
+// came before this loader), until a jump at 225 it delivers. The gap since step 0 stays within
+// the documents the mixer may lead by.
+TEST_F(MixingTest, SharesCountSinceTheWeightsLastChangedOverAllRanks) {
+  LoaderConfig config = Config();
+  WeightSchedule schedule = config.weight_schedule;
+  const std::vector<uint64_t> changes = {0, 40, 100, 130, 160, 210};
+  SharesCount part, run;
+  {
+    Loader loader(MPI_COMM_WORLD, config);
+    for (uint64_t step = 0; step < 220; ++step) {
+      if (step == 210) {
+        loader.SetWeights({{"a", 0.5}, {"c", 0.5}});
+        schedule = loader.schedule();
+      }
+      if (std::find(changes.begin(), changes.end(), step) != changes.end()) part = {.from = step};
+      const Batch batch = *loader.Next();
+      part.Add(batch, schedule);
+      run.Add(batch, schedule);
+      if ((step + 1) % 15 != 0 && step + 1 != 220) continue;
+      ExpectShares(loader.Shares(), part.Over(comm_), step + 1, "since the weights last changed");
+      ExpectShares(loader.Shares(true), run.Over(comm_), step + 1, "since step 0");
+      const std::string text = loader.Shares().Text();
+      EXPECT_EQ(text.find("| promised ") != std::string::npos, step >= 130 && step < 159) << text;
+      testing::ExpectMentions(text, fmt::format("shares since step {} ", part.from));
+    }
+    EXPECT_LE(loader.Shares(true).LargestGap(), 5 * LongestDocument() * comm_.size());
+    SaveAll(loader, dir_ / "shares/step-220");
+  }
+  comm_.Barrier();
+
+  // Fewer ranks, and a jump at 225 added for the steps not yet run.
+  const int fewer = std::max(1, comm_.size() - 1);
+  schedule.push_back({.step = 225, .ramp = false, .weights = {{"b", 1}}});
+  config.weight_schedule = schedule;
+  config.resume_from = dir_ / "shares/step-220";
+  MPI_Comm sub = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, comm_.rank() < fewer ? 0 : MPI_UNDEFINED, comm_.rank(), &sub);
+  std::optional<Loader> resumed;
+  if (sub != MPI_COMM_NULL) resumed.emplace(sub, config);
+  SharesCount jumped{.from = 225};
+  for (uint64_t step = 220; step < 230; ++step) {
+    if (resumed) {
+      const Batch batch = *resumed->Next();
+      run.Add(batch, schedule);
+      if (step >= 225) jumped.Add(batch, schedule);
+    }
+    if (step != 224 && step != 229) continue;
+    const SharesCount since_zero = run.Over(comm_), since_jump = jumped.Over(comm_);
+    if (!resumed) continue;
+    const std::string what = fmt::format("resumed on {} ranks", fewer);
+    ExpectShares(resumed->Shares(), step == 224 ? since_zero : since_jump, step + 1, what);
+    ExpectShares(resumed->Shares(true), since_zero, step + 1, what + ", since step 0");
+  }
+  resumed.reset();
+  if (sub != MPI_COMM_NULL) MPI_Comm_free(&sub);
 }
 
 }  // namespace

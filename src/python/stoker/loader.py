@@ -304,10 +304,22 @@ class Loader:
         earlier steps may differ in the last bits of their weights)."""
         return self._loader.schedule
 
+    def shares(self, since_step_zero: bool = False) -> Dict[str, Any]:
+        """What the mixer promises, measured over the data-parallel ranks (a replica's batches
+        counted once), exact through resumes and rescales: each dataset's tokens since the
+        weights last changed (a jump, a ramp's start, ``set_weights``) when this loader delivered
+        that step, else since step 0; with ``since_step_zero``, since step 0 (the whole run). A
+        dict: ``from_step``, ``to_step`` (``self.step``), ``tokens`` and ``promised`` (name ->
+        its framed tokens, and the tokens the weights of those steps give it), ``weights`` (name
+        -> the last step's), ``largest_gap`` (tokens: the largest |tokens - promised|, which the
+        mixer keeps within about a document per rank), ``text`` (as the trainers log it).
+        Collective: every rank calls it after the same step."""
+        return self._loader.shares(bool(since_step_zero))
+
     def set_weights(self, weights: Mapping[str, float]) -> None:
         """Mixes by ``weights`` (dataset name -> relative weight; datasets not named: 0) from
         the next batch on, for good: they replace the rest of the schedule (a ramp in progress
-        stops where it stood) and the mixer starts afresh, as at a jump of the schedule.
+        stops where it stood), as a jump of the schedule would.
 
         Collective over the loader's communicator: every rank calls it after the same step
         with the same weights (the ranks' streams are then those of the schedule that jumps at
