@@ -179,3 +179,28 @@ def test_a_save_names_its_folder_absolute_and_refuses_no_path(corpus, shared_dir
     for bad, kind in (("", ValueError), (None, TypeError), (123, TypeError)):
         with pytest.raises(kind, match="save"):
             stream.save(bad)
+
+
+def test_many_incomplete_steps_are_one_warning(corpus, shared_dir, capfd):
+    """Saves one rank never made (its file missing in six newer step folders) are passed over
+    with one warning that counts them and names the newest and the oldest, as stoker-train's."""
+    step_dir, _ = save_on_every_rank(corpus, shared_dir)
+    checkpoint_dir = os.path.dirname(step_dir)
+    missing = f"rank-{WORLD.size - 1:05d}-of-{WORLD.size:05d}.ckpt"
+    if WORLD.rank == 0:
+        for step in range(8, 14):
+            newer = os.path.join(checkpoint_dir, f"step-{step}")
+            shutil.copytree(step_dir, newer)
+            os.remove(os.path.join(newer, "loader", missing))
+    WORLD.Barrier()
+    capfd.readouterr()
+    assert stoker.find_resume_step(checkpoint_dir) == step_dir
+    warnings = [line for line in capfd.readouterr().err.splitlines() if "passing over" in line]
+    if WORLD.rank == 0:
+        assert len(warnings) == 1, warnings
+        assert (f"passing over 6 incomplete checkpoints in {checkpoint_dir} " in warnings[0]
+                and f"6 like {checkpoint_dir}/step-13 " in warnings[0]
+                and f"the oldest {checkpoint_dir}/step-8" in warnings[0]
+                and missing in warnings[0]), warnings[0]
+    else:
+        assert warnings == [], warnings
