@@ -29,7 +29,9 @@ class CheckpointWriter {
 
   // A file written before the rank file, the same way: rank 0's corpus record
   // (corpus_record_file.h), so that a step whose rank file 0 is there has its record too. The
-  // bytes are shared, not copied: they are the same at every save.
+  // bytes are shared, not copied: they are the same at every save, and a save after the first
+  // makes the file a hard link of the last one written (os/files.h, LinkFile) where it can: one
+  // link, not the bytes again, whatever the size of the corpus.
   struct FirstFile {
     std::string path;
     std::shared_ptr<const std::string> bytes;
@@ -46,6 +48,7 @@ class CheckpointWriter {
     std::optional<FirstFile> first;
   };
   void Run();
+  void WriteFirstFile(const FirstFile& first);
 
   std::mutex mutex_;
   std::condition_variable changed_;
@@ -53,6 +56,7 @@ class CheckpointWriter {
   bool busy_ = false;       // a job is being written
   bool stopping_ = false;
   std::exception_ptr error_;
+  FirstFile last_first_;  // the last first file written or linked (the writer's thread)
   std::thread thread_;
 };
 

@@ -21,6 +21,7 @@ struct Command {
 Command SetupSynth(CLI::App& app);
 Command SetupPack(CLI::App& app);
 Command SetupImport(CLI::App& app);
+Command SetupManifest(CLI::App& app);
 Command SetupVerify(CLI::App& app);
 Command SetupInspect(CLI::App& app);
 Command SetupRun(CLI::App& app);

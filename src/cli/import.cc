@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "shard/manifest.h"
 #include "tokens/token_type.h"
 
 namespace stoker::cli {
@@ -60,6 +61,7 @@ int RunImport(ImportSpec spec, const mpi::Comm& world) {
   const auto start = std::chrono::steady_clock::now();
   const ImportStats stats = ImportDataset(world, spec);
   if (progress) progress->Finish();
+  RefreshManifest(world, CorpusOfDataset(spec.out), /*only_if_present=*/false);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   spdlog::info(

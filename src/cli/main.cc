@@ -47,12 +47,12 @@ int main(int argc, char** argv) {
     app.add_flag("-v,--verbose", verbose, "Log debug messages");
     app.add_flag("-q,--quiet", quiet, "Log warnings and errors only");
     std::vector<stoker::cli::Command> commands = {
-        stoker::cli::SetupSynth(app),   stoker::cli::SetupPack(app),
-        stoker::cli::SetupImport(app),  stoker::cli::SetupVerify(app),
-        stoker::cli::SetupInspect(app), stoker::cli::SetupRun(app),
-        stoker::cli::SetupReshard(app), stoker::cli::SetupSteps(app),
-        stoker::cli::SetupAudit(app),   stoker::cli::SetupJob(app),
-        stoker::cli::SetupSettings(app)};
+        stoker::cli::SetupSynth(app),  stoker::cli::SetupPack(app),
+        stoker::cli::SetupImport(app), stoker::cli::SetupManifest(app),
+        stoker::cli::SetupVerify(app), stoker::cli::SetupInspect(app),
+        stoker::cli::SetupRun(app),    stoker::cli::SetupReshard(app),
+        stoker::cli::SetupSteps(app),  stoker::cli::SetupAudit(app),
+        stoker::cli::SetupJob(app),    stoker::cli::SetupSettings(app)};
     app.formatter(std::make_shared<SummaryFormatter>());
     app.footer("stoker SUBCOMMAND --help explains a subcommand and its options.");
     stoker::program::CheckOptionValues(&app);

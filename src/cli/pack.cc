@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "shard/manifest.h"
 
 namespace stoker::cli {
 
@@ -38,6 +39,7 @@ int RunPack(PackSpec spec, const mpi::Comm& world) {
   const auto start = std::chrono::steady_clock::now();
   const PackStats stats = PackDataset(world, spec);
   if (progress) progress->Finish();
+  RefreshManifest(world, CorpusOfDataset(spec.out), /*only_if_present=*/false);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   spdlog::info(

@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/json_text.h"
+#include "shard/manifest.h"
 
 namespace stoker::cli {
 
@@ -49,6 +50,8 @@ nlohmann::json ReportJson(const VerifyReport& report, double seconds) {
 int RunVerify(const VerifyArgs& args, const mpi::Comm& world) {
   const auto start = std::chrono::steady_clock::now();
   const VerifyReport report = VerifyCorpus(world, args.corpus, args.options);
+  // Checksums written into shards change what a manifest of the corpus records.
+  if (args.options.record && report.ok()) RefreshManifest(world, args.corpus, true);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (world.rank() == 0) {

@@ -136,6 +136,8 @@ void WriteFileAtomically(const std::string& path, std::string_view bytes) {
   SyncPath(folder, /*folder=*/true);
 }
 
+bool LinkFile(const std::string& from, const std::string& to) { return posix::Link(from, to) == 0; }
+
 void AppendFile(const std::string& path, std::string_view bytes) {
   const std::filesystem::path target(path);
   std::error_code ec;

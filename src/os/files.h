@@ -32,6 +32,12 @@ FileStamp StampOf(const struct stat& st);
 // the rename is reported too: the new file is whole, but its name may not survive a crash.
 void WriteFileAtomically(const std::string& path, std::string_view bytes);
 
+// Makes `to` a second name of the file `from` (a hard link), for a file written once and kept in
+// several folders; the folder of `to` must exist. False, with nothing made, where the file system
+// cannot (another file system, no hard links, `from` gone, `to` already there): the caller
+// writes the file instead. Its folder is not synced: a later atomic write into it does that.
+bool LinkFile(const std::string& from, const std::string& to);
+
 // Appends `bytes` to `path` (created when missing, its folder too) in one write where the
 // file system takes it whole, then syncs it: what several runs add to one file, each its own
 // line. Throws IoError naming the path and the failing call.

@@ -37,8 +37,8 @@ Plan& ThePlan() {
   return plan;
 }
 
-constexpr IoCall kCalls[] = {IoCall::kOpen,  IoCall::kPread,  IoCall::kWrite,
-                             IoCall::kFsync, IoCall::kRename, IoCall::kFstat};
+constexpr IoCall kCalls[] = {IoCall::kOpen,   IoCall::kPread, IoCall::kWrite, IoCall::kFsync,
+                             IoCall::kRename, IoCall::kFstat, IoCall::kLink};
 
 struct ErrnoName {
   std::string_view name;
@@ -155,6 +155,8 @@ std::string_view IoCallName(IoCall call) {
       return "rename";
     case IoCall::kFstat:
       return "fstat";
+    case IoCall::kLink:
+      return "link";
   }
   return "?";
 }
@@ -224,6 +226,12 @@ int posix::Rename(const std::string& from, const std::string& to) {
   if (internal::Faulted(IoCall::kRename, from)) [[unlikely]]
     return -1;
   return std::rename(from.c_str(), to.c_str());
+}
+
+int posix::Link(const std::string& from, const std::string& to) {
+  if (internal::Faulted(IoCall::kLink, to)) [[unlikely]]
+    return -1;
+  return ::link(from.c_str(), to.c_str());
 }
 
 }  // namespace stoker

@@ -1,5 +1,5 @@
 // The I/O seam: the system calls stoker makes on its own files -- the checkpoint writes
-// (os/files.cc: open, write, fsync, rename) and the shard reads (shard/shard_reader.cc: open,
+// (os/files.cc: open, write, fsync, rename, link) and the shard reads (shard/shard_reader.cc: open,
 // pread, fstat) -- go through the functions of stoker::posix, so that tests can make them fail.
 //
 // By default each is the POSIX call itself behind one relaxed atomic load of a flag that is false
@@ -28,7 +28,7 @@
 
 namespace stoker {
 
-enum class IoCall { kOpen, kPread, kWrite, kFsync, kRename, kFstat };
+enum class IoCall { kOpen, kPread, kWrite, kFsync, kRename, kFstat, kLink };
 std::string_view IoCallName(IoCall call);  // "open", "pread", ...
 
 // One rule of a fault plan. A call matches when it is of kind `call`, its path contains
@@ -117,6 +117,8 @@ inline int Fstat(int fd, struct stat* out, const std::string& path) {
 }
 // Matches rules against `from` (the file being renamed).
 int Rename(const std::string& from, const std::string& to);
+// A hard link `to` of `from`; matches rules against `to` (the name being made).
+int Link(const std::string& from, const std::string& to);
 
 }  // namespace posix
 }  // namespace stoker

@@ -114,6 +114,7 @@ class Lister {
     std::vector<Name> names;
     std::string why;
     STOKER_CHECK(ReadFolder(root_, &names, &why), ConfigError, "corpus {} {}", root_, why);
+    listing_.folders.emplace_back();
     for (const Name& entry_name : names) {
       const std::string& name = entry_name.name;
       if (Ignored(name, name, "hidden")) continue;
@@ -151,6 +152,7 @@ class Lister {
     std::vector<Name> names;
     std::string why;
     if (!ReadFolder(root_ + "/" + rel, &names, &why)) return Add(rel, "folder " + why);
+    listing_.folders.push_back(rel);
     for (const Name& entry_name : names) {
       const std::string& name = entry_name.name;
       const std::string path = rel + "/" + name;
@@ -220,6 +222,8 @@ void EncodeListing(const CorpusListing& listing, ByteWriter* out) {
   }
   out->Put<uint64_t>(listing.problems.size());
   for (const Problem& p : listing.problems) EncodeProblem(p, out);
+  out->Put<uint64_t>(listing.folders.size());
+  for (const auto& folder : listing.folders) out->PutString(folder);
 }
 
 CorpusListing DecodeListing(ByteReader* in) {
@@ -232,6 +236,8 @@ CorpusListing DecodeListing(ByteReader* in) {
   }
   listing.problems.resize(in->Get<uint64_t>());
   for (Problem& p : listing.problems) p = DecodeProblem(in);
+  listing.folders.resize(in->Get<uint64_t>());
+  for (auto& folder : listing.folders) folder = in->GetString();
   return listing;
 }
 

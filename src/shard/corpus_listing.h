@@ -28,6 +28,8 @@ struct CorpusListing {
   std::vector<std::vector<std::string>> shards;  // per dataset: paths relative to the root,
                                                  // sorted as byte strings
   std::vector<Problem> problems;                 // entries that are neither, named by path
+  std::vector<std::string> folders;  // every folder listed, relative to the root ("" the root):
+                                     // what a corpus manifest watches for entries added or gone
 };
 
 // Lists the corpus at `root`. Throws ConfigError when `root` is not a folder; everything wrong

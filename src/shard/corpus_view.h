@@ -8,9 +8,11 @@
 // Ranks that share a node, a mount namespace and the corpus folder (its device and inode) see the
 // same files: each such group lists the corpus once and shares its shards out, each rank opening
 // its part to read sizes and checksums (on a cluster, one group a node: N opens a node for N
-// shards). A group's view is summed into a 128-bit fingerprint and the groups are compared with
-// one all-reduce. Only when they differ are the views gathered, to name each rank that sees
-// other files, its host, its path and the first shard that differs.
+// shards). A group whose corpus has a manifest (shard/manifest.h) takes its view from it, checked
+// against the files by size and modification time: no file opened. A group's view is summed into a
+// 128-bit fingerprint and the groups are compared with one all-reduce. Only when they differ are
+// the views gathered, to name each rank that sees other files, its host, its path and the first
+// shard that differs.
 #pragma once
 
 #include <string>

@@ -6,6 +6,7 @@
 #include "base/check.h"
 #include "h5/h5.h"
 #include "shard/corpus_listing.h"
+#include "shard/manifest.h"
 #include "stoker/program/fingerprint.h"
 #include "tokens/token_type.h"
 
@@ -24,7 +25,9 @@ std::optional<int64_t> GetOptional(ByteReader* in) {
   return has ? std::optional<int64_t>(value) : std::nullopt;
 }
 
-void EncodeCheck(const ShardCheck& check, ByteWriter* out) {
+}  // namespace
+
+void EncodeShardCheck(const ShardCheck& check, ByteWriter* out) {
   out->Put<uint8_t>(check.info.has_value());
   if (check.info) {
     const ShardInfo& s = *check.info;
@@ -51,7 +54,7 @@ void EncodeCheck(const ShardCheck& check, ByteWriter* out) {
   for (const auto& p : check.problems) EncodeProblem(p, out);
 }
 
-ShardCheck DecodeCheck(ByteReader* in) {
+ShardCheck DecodeShardCheck(ByteReader* in) {
   ShardCheck check;
   if (in->Get<uint8_t>() != 0) {
     ShardInfo s;
@@ -81,8 +84,6 @@ ShardCheck DecodeCheck(ByteReader* in) {
   for (auto& p : check.problems) p = DecodeProblem(in);
   return check;
 }
-
-}  // namespace
 
 void EncodeProblem(const Problem& problem, ByteWriter* out) {
   out->PutString(problem.file);
@@ -160,8 +161,7 @@ void FinishTable(CorpusTable* table) {
   table->fingerprint = fp.Hex();
 }
 
-CorpusScan ScanCorpus(const mpi::Comm& comm, const std::string& root,
-                      std::vector<ArrayLocations>* arrays) {
+CorpusListing ShareListing(const mpi::Comm& comm, const std::string& root) {
   std::string listing_bytes;
   mpi::FailTogether(comm, [&] {
     if (comm.rank() != 0) return;
@@ -171,7 +171,12 @@ CorpusScan ScanCorpus(const mpi::Comm& comm, const std::string& root,
   });
   comm.Broadcast(&listing_bytes, 0);
   ByteReader listing_in(listing_bytes);
-  CorpusListing listing = DecodeListing(&listing_in);
+  return DecodeListing(&listing_in);
+}
+
+CorpusScan ScanCorpus(const mpi::Comm& comm, const std::string& root,
+                      std::vector<ArrayLocations>* arrays) {
+  CorpusListing listing = ShareListing(comm, root);
 
   // Flatten to one list of files; file i is described by rank i mod W.
   std::vector<std::pair<std::string, uint32_t>> files;
@@ -183,12 +188,18 @@ CorpusScan ScanCorpus(const mpi::Comm& comm, const std::string& root,
   // this rank leave the all-gather below alone.
   mpi::FailTogether(comm, [&] {
     for (size_t i = comm.rank(); i < files.size(); i += comm.size()) {
-      EncodeCheck(DescribeShard(root, files[i].first, files[i].second), &mine);
+      EncodeShardCheck(DescribeShard(root, files[i].first, files[i].second), &mine);
     }
   });
   const std::vector<std::string> gathered = comm.AllGather(mine.bytes());
   std::vector<ByteReader> readers(gathered.begin(), gathered.end());
+  std::vector<ShardCheck> checks(files.size());
+  for (size_t i = 0; i < files.size(); ++i) checks[i] = DecodeShardCheck(&readers[i % comm.size()]);
+  return AssembleScan(root, std::move(listing), std::move(checks), arrays);
+}
 
+CorpusScan AssembleScan(const std::string& root, CorpusListing listing,
+                        std::vector<ShardCheck> checks, std::vector<ArrayLocations>* arrays) {
   CorpusScan scan;
   scan.table.root = root;
   if (arrays) arrays->clear();
@@ -205,7 +216,7 @@ CorpusScan ScanCorpus(const mpi::Comm& comm, const std::string& root,
     DatasetInfo dataset{.name = listing.datasets[d]};
     dataset.first_shard = static_cast<uint32_t>(scan.table.shards.size());
     for (size_t k = 0; k < listing.shards[d].size(); ++k, ++i) {
-      ShardCheck check = DecodeCheck(&readers[i % comm.size()]);
+      ShardCheck& check = checks[i];
       for (auto& p : check.problems) scan.problems.push_back(std::move(p));
       if (!check.info) continue;
       check.info->dataset = static_cast<uint32_t>(scan.table.datasets.size());
@@ -219,19 +230,26 @@ CorpusScan ScanCorpus(const mpi::Comm& comm, const std::string& root,
   return scan;
 }
 
+std::string ListedProblems(const std::vector<Problem>& problems, std::string_view where_all) {
+  constexpr size_t kShown = 20;
+  std::string text;
+  for (size_t i = 0; i < std::min(kShown, problems.size()); ++i) {
+    text += "\n  " + problems[i].ToString();
+  }
+  if (problems.size() > kShown) {
+    text += fmt::format("\n  ... and {} more problems ({})", problems.size() - kShown, where_all);
+  }
+  return text;
+}
+
 CorpusTable DiscoverCorpus(const mpi::Comm& comm, const std::string& root,
                            std::vector<ArrayLocations>* arrays) {
-  CorpusScan scan = ScanCorpus(comm, root, arrays);
+  std::optional<CorpusScan> from_manifest = ScanFromManifest(comm, root, arrays);
+  CorpusScan scan = from_manifest ? std::move(*from_manifest) : ScanCorpus(comm, root, arrays);
   if (scan.problems.empty()) return std::move(scan.table);
-  std::string message = fmt::format("corpus {} is not usable:", root);
-  constexpr size_t kShown = 20;
-  for (size_t i = 0; i < std::min(kShown, scan.problems.size()); ++i) {
-    message += "\n  " + scan.problems[i].ToString();
-  }
-  if (scan.problems.size() > kShown) {
-    message += fmt::format("\n  ... and {} more problems (stoker verify {} lists them all)",
-                           scan.problems.size() - kShown, root);
-  }
+  const std::string message = fmt::format(
+      "corpus {} is not usable:{}", root,
+      ListedProblems(scan.problems, fmt::format("stoker verify {} lists them all", root)));
   // Every rank holds the same scan, so every rank throws the same error here.
   throw DataError(message, /*collective=*/true);
 }

@@ -11,10 +11,15 @@
 
 #include "base/bytes.h"
 #include "mpi/comm.h"
+#include "shard/corpus_listing.h"
 #include "shard/shard_check.h"
 #include "stoker/corpus.h"
 
 namespace stoker {
+
+// Collective over `comm`: rank 0's listing of the corpus (ListCorpus), on every rank; its
+// ConfigError on every rank.
+CorpusListing ShareListing(const mpi::Comm& comm, const std::string& root);
 
 // Collective over `comm`. With `arrays`, also where each shard's arrays lie: (*arrays)[i] for
 // table.shards[i], what ShardReader needs to read them with pread.
@@ -25,6 +30,19 @@ CorpusTable DiscoverCorpus(const mpi::Comm& comm, const std::string& root,
 
 // Fills the per-dataset totals and the fingerprint from the datasets' names and the shards.
 void FinishTable(CorpusTable* table);
+
+// The scan of `listing` from the checks of its files (`checks[i]` the i-th shard of the listing,
+// dataset after dataset): its table, fingerprint and problems, and the arrays' locations.
+CorpusScan AssembleScan(const std::string& root, CorpusListing listing,
+                        std::vector<ShardCheck> checks, std::vector<ArrayLocations>* arrays);
+
+// The first 20 problems, a line each ("\n  PROBLEM"), and how many more, saying `where_all` they
+// are listed.
+std::string ListedProblems(const std::vector<Problem>& problems, std::string_view where_all);
+
+// The one encoding of a ShardCheck that crosses ranks and goes into a corpus manifest.
+void EncodeShardCheck(const ShardCheck& check, ByteWriter* out);
+ShardCheck DecodeShardCheck(ByteReader* in);
 
 // The one encoding of a Problem that crosses ranks (all-gathers of problems).
 void EncodeProblem(const Problem& problem, ByteWriter* out);

@@ -150,6 +150,7 @@ echo "ok: verify names a shard edited in place: $(grep -m1 -F "$shard" "$work/ed
 # A corpus without checksums: runs with one warning; verify --record adds them.
 for dir in corpus other; do
   cp -r "$work/$dir" "$work/old-$dir"
+  rm -f "$work/old-$dir/stoker.manifest"  # an older stoker's corpus has none
   for f in "$work/old-$dir"/web/*.h5; do
     "$python" -c "import h5py, sys; f = h5py.File(sys.argv[1], 'r+'); del f.attrs['checksum']" "$f"
   done

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
@@ -33,6 +34,7 @@
 #include "common/loader_streams.h"
 #include "common/test_support.h"
 #include "mpi/comm.h"
+#include "os/posix_io.h"
 #include "shard/discovery.h"
 #include "shard/shard_reader.h"
 #include "stoker/error.h"
@@ -203,6 +205,40 @@ TEST_F(CheckpointTest, AnEncodedStateResumesBitExactWithNoStepFolder) {
     }
   }
   MPI_Comm_free(&self);
+}
+
+// Rank 0 writes the corpus record's bytes at the first save of a run and links them at later
+// ones (one file on disk); where no link can be made (a failing link) it writes them again.
+// Either way every step holds the same record, and resumes.
+TEST_F(CheckpointTest, TheCorpusRecordIsWrittenOnceARunAndLinkedAtLaterSaves) {
+  Loader a(MPI_COMM_WORLD, Config());
+  std::vector<std::string> steps;
+  for (uint64_t n = 1; n <= 3; ++n) {
+    ASSERT_TRUE(a.Next());
+    steps.push_back(dir_ / StepFolderName(n));
+    if (n == 3) {
+      ScopedFaultPlan plan("link:corpus.table:*");
+      SaveAll(a, steps.back());
+    } else {
+      SaveAll(a, steps.back());
+    }
+  }
+  OnRankZero([&] {
+    struct stat one {
+    }, two{}, three{};
+    ASSERT_EQ(::stat(CorpusRecordPath(steps[0]).c_str(), &one), 0);
+    ASSERT_EQ(::stat(CorpusRecordPath(steps[1]).c_str(), &two), 0);
+    ASSERT_EQ(::stat(CorpusRecordPath(steps[2]).c_str(), &three), 0);
+    EXPECT_EQ(one.st_ino, two.st_ino) << "the second save wrote the record again";
+    EXPECT_EQ(two.st_nlink, 2u);
+    EXPECT_NE(three.st_ino, one.st_ino) << "a failing link made no file of its own";
+    EXPECT_EQ(testing::ReadFileBytes(CorpusRecordPath(steps[2])),
+              testing::ReadFileBytes(CorpusRecordPath(steps[0])));
+  });
+  LoaderConfig config = Config();
+  config.resume_from = steps[1];
+  Loader resumed(MPI_COMM_WORLD, config);
+  EXPECT_EQ(resumed.step(), 2u);
 }
 
 TEST_F(CheckpointTest, FindResumeStepTakesTheNewestCompleteStep) {

@@ -22,6 +22,7 @@
 #include "common/test_support.h"
 #include "mpi/comm.h"
 #include "order/random.h"
+#include "shard/manifest.h"
 #include "stoker/corpus.h"
 #include "stoker/error.h"
 #include "tokens/content_checksum.h"
@@ -203,6 +204,25 @@ TEST_F(DiscoveryTest, SameTableOnEveryRankWithTheExpectedContent) {
   EXPECT_EQ(table.total_tokens(), tokens);
   EXPECT_EQ(table.fingerprint.size(), 32u);
   ExpectTokensReadBack(table, arrays, files);
+}
+
+// A manifest written at one world size gives, at another, the table and array locations the
+// files give; a copy of the corpus that did not keep times (its shards described again) too.
+TEST_F(DiscoveryTest, AManifestGivesWhatTheFilesGive) {
+  const std::vector<FileSpec> files = CorpusSpec();
+  const std::string root = dir_ / "corpus";
+  OnRankZero(comm_, [&] { WriteCorpus(root, files); });
+  std::vector<ArrayLocations> scanned, from_manifest;
+  const CorpusTable plain = DiscoverCorpus(comm_, root, &scanned);
+  OnRankZero(comm_, [&] { EXPECT_EQ(WriteManifest(mpi::Comm(MPI_COMM_SELF), root), plain); });
+  EXPECT_TRUE(fs::exists(root + "/" + kManifestName));
+  EXPECT_EQ(DiscoverCorpus(comm_, root, &from_manifest), plain);
+  EXPECT_EQ(from_manifest, scanned);
+  const std::string copy = dir_ / "copy";
+  OnRankZero(comm_, [&] { fs::copy(root, copy, fs::copy_options::recursive); });
+  const CorpusTable copied = DiscoverCorpus(comm_, copy);
+  EXPECT_EQ(copied.shards, plain.shards);
+  EXPECT_EQ(copied.fingerprint, plain.fingerprint);
 }
 
 TEST_F(DiscoveryTest, FingerprintDependsOnContentNotOnPlaceOrWorldSize) {

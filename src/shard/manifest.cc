@@ -1,0 +1,363 @@
+#include "shard/manifest.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <set>
+
+#include "base/bytes.h"
+#include "base/check.h"
+#include "os/files.h"
+#include "shard/corpus_listing.h"
+#include "shard/discovery.h"
+
+namespace stoker {
+
+namespace {
+
+constexpr std::string_view kMagic = "stoker manifest\n";
+constexpr uint32_t kVersion = 1;
+
+using Stamp = ManifestStamp;
+
+// None when it cannot be examined.
+std::optional<Stamp> StampAt(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  const FileStamp stamp = StampOf(st);
+  return Stamp{.bytes = S_ISDIR(st.st_mode) ? 0 : stamp.bytes, .modified_ns = stamp.modified_ns};
+}
+
+std::string PathOf(const std::string& root, const std::string& rel) {
+  return rel.empty() ? root : root + "/" + rel;
+}
+
+std::string ManifestPath(const std::string& root) { return root + "/" + kManifestName; }
+
+std::string HintOf(const std::string& root) {
+  return fmt::format(
+      "write it again with `stoker manifest {}`, or remove {} (discovery then opens every file)",
+      root, ManifestPath(root));
+}
+
+// The listing's shards, dataset after dataset: each path (the listing's own) and its dataset.
+std::vector<std::pair<const std::string*, uint32_t>> FilesOf(const CorpusListing& listing) {
+  std::vector<std::pair<const std::string*, uint32_t>> files;
+  for (size_t d = 0; d < listing.datasets.size(); ++d) {
+    for (const auto& path : listing.shards[d]) files.emplace_back(&path, d);
+  }
+  return files;
+}
+
+void PutStamp(const Stamp& stamp, ByteWriter* out) {
+  out->Put(stamp.bytes);
+  out->Put(stamp.modified_ns);
+}
+
+Stamp GetStamp(ByteReader* in) {
+  Stamp stamp;
+  stamp.bytes = in->Get<uint64_t>();
+  stamp.modified_ns = in->Get<int64_t>();
+  return stamp;
+}
+
+// The file's bytes: magic, version, the payload's checksum, the payload. `files` holds, per
+// shard, its stamp and its encoded check.
+std::string EncodeManifest(const CorpusListing& listing, const std::vector<Stamp>& folders,
+                           const std::string& files) {
+  ByteWriter payload;
+  EncodeListing(listing, &payload);
+  for (const Stamp& stamp : folders) PutStamp(stamp, &payload);
+  ByteWriter out;
+  for (char c : kMagic) out.Put(c);
+  out.Put(kVersion);
+  std::string bytes = payload.Take() + files;
+  out.Put<uint64_t>(XXH3_64bits(bytes.data(), bytes.size()));
+  return out.Take() + bytes;
+}
+
+// The manifest of the corpus at `root` whose bytes are `bytes`; DataError naming it when it is
+// not one.
+Manifest DecodeManifest(const std::string& bytes, const std::string& root) {
+  const std::string path = ManifestPath(root);
+  const size_t header = kMagic.size() + sizeof(uint32_t) + sizeof(uint64_t);
+  STOKER_CHECK(bytes.size() >= header && bytes.compare(0, kMagic.size(), kMagic) == 0, DataError,
+               "{} is not a stoker corpus manifest: {}", path, HintOf(root));
+  ByteReader in(std::string_view(bytes).substr(kMagic.size()));
+  const auto version = in.Get<uint32_t>();
+  STOKER_CHECK(version == kVersion, DataError,
+               "{} is a corpus manifest of version {}; this stoker reads version {}: {}", path,
+               version, kVersion, HintOf(root));
+  const auto checksum = in.Get<uint64_t>();
+  const std::string_view payload = std::string_view(bytes).substr(header);
+  STOKER_CHECK(XXH3_64bits(payload.data(), payload.size()) == checksum, DataError,
+               "{} is damaged (its checksum does not match its bytes): {}", path, HintOf(root));
+  ByteReader body(payload);
+  Manifest m;
+  m.listing = DecodeListing(&body);
+  for (size_t i = 0; i < m.listing.folders.size(); ++i) m.folders.push_back(GetStamp(&body));
+  size_t n = 0;
+  for (const auto& shards : m.listing.shards) n += shards.size();
+  m.files.reserve(n);
+  m.checks.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    m.files.push_back(GetStamp(&body));
+    m.checks.push_back(DecodeShardCheck(&body));
+  }
+  STOKER_ASSERT(body.done(), "{}: bytes after its last shard", path);
+  m.checksum = checksum;
+  return m;
+}
+
+// Whether the root's folders are the manifest's datasets and nothing but regular files lies
+// beside them. The root's own time cannot tell: writing the manifest changes it.
+bool SameRoot(const std::string& root, const Manifest& m) {
+  std::vector<std::string> datasets;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(root, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(".")) continue;
+    std::error_code ignored;
+    if (entry.is_directory(ignored)) {
+      datasets.push_back(name);
+    } else if (!entry.is_regular_file(ignored)) {
+      return false;  // a problem of the listing's (a dangling link, a FIFO): it names it
+    }
+  }
+  std::sort(datasets.begin(), datasets.end());
+  return !error && datasets == m.listing.datasets;
+}
+
+// Rank 0: the root's folders, and the other folders' times, against the manifest's; where one
+// differs, the listing again.
+void CheckFolders(const std::string& root, const Manifest& m) {
+  bool changed = !SameRoot(root, m);
+  for (size_t i = 0; i < m.listing.folders.size() && !changed; ++i) {
+    if (m.listing.folders[i].empty()) continue;  // the root
+    const std::optional<Stamp> now = StampAt(PathOf(root, m.listing.folders[i]));
+    changed = !now || now->modified_ns != m.folders[i].modified_ns;
+  }
+  if (!changed) return;
+  const CorpusListing now = ListCorpus(root);
+  if (now.datasets == m.listing.datasets && now.shards == m.listing.shards &&
+      now.problems.empty()) {
+    return;
+  }
+  const auto flat = [](const CorpusListing& listing) {
+    std::set<std::string> paths;
+    for (const auto& [path, d] : FilesOf(listing)) paths.insert(*path);
+    return paths;
+  };
+  const std::set<std::string> was = flat(m.listing), is = flat(now);
+  std::vector<Problem> problems = now.problems;
+  for (const std::string& path : is) {
+    if (!was.contains(path)) problems.push_back({path, "", std::nullopt, "not in the manifest"});
+  }
+  for (const std::string& path : was) {
+    if (!is.contains(path)) problems.push_back({path, "", std::nullopt, "gone"});
+  }
+  if (problems.empty()) problems.push_back({"", "", std::nullopt, "its datasets differ"});
+  throw DataError(
+      fmt::format("corpus {}: its manifest is stale, the corpus changed after it was "
+                  "written:{}\n{}",
+                  root, ListedProblems(problems, "not shown"), HintOf(root)));
+}
+
+// This rank's share of the shards (i mod W) against their stamps; a file whose time alone
+// differs is described again. Returns the problems; counts in *touched the files that only
+// changed times.
+std::vector<Problem> CheckFiles(const mpi::Comm& comm, const std::string& root, const Manifest& m,
+                                uint64_t* touched) {
+  const auto files = FilesOf(m.listing);
+  std::vector<Problem> problems;
+  for (size_t i = comm.rank(); i < files.size(); i += comm.size()) {
+    const std::string& path = *files[i].first;
+    const std::optional<Stamp> now = StampAt(PathOf(root, path));
+    const Stamp& was = m.files[i];
+    if (!now) {
+      problems.push_back({path, "", std::nullopt, fmt::format("gone ({})", std::strerror(errno))});
+    } else if (now->bytes != was.bytes) {
+      problems.push_back({path, "", std::nullopt,
+                          fmt::format("{} bytes; the manifest records {}", now->bytes, was.bytes)});
+    } else if (now->modified_ns != was.modified_ns) {
+      ByteWriter described, recorded;
+      EncodeShardCheck(DescribeShard(root, path, files[i].second), &described);
+      EncodeShardCheck(m.checks[i], &recorded);
+      if (described.bytes() != recorded.bytes()) {
+        problems.push_back({path, "", std::nullopt,
+                            "rewritten after the manifest was written: its metadata differ"});
+      } else {
+        ++*touched;
+      }
+    }
+  }
+  return problems;
+}
+
+// The manifest this process checked last: its root and checksum.
+struct Checked {
+  std::mutex mutex;
+  std::string root;
+  uint64_t checksum = 0;
+};
+Checked& LastChecked() {
+  static Checked checked;
+  return checked;
+}
+
+bool CheckedBefore(const std::string& root, uint64_t checksum) {
+  Checked& last = LastChecked();
+  const std::lock_guard lock(last.mutex);
+  return last.root == root && last.checksum == checksum;
+}
+
+// Notes a manifest checked (`root` empty: none): a note serves the next call only.
+void NoteChecked(const std::string& root, uint64_t checksum) {
+  Checked& last = LastChecked();
+  const std::lock_guard lock(last.mutex);
+  last.root = root;
+  last.checksum = checksum;
+}
+
+}  // namespace
+
+CorpusTable WriteManifest(const mpi::Comm& comm, const std::string& root) {
+  CorpusListing listing = ShareListing(comm, root);
+  const auto files = FilesOf(listing);
+  ByteWriter mine;
+  mpi::FailTogether(comm, [&] {
+    for (size_t i = comm.rank(); i < files.size(); i += comm.size()) {
+      const std::string path = PathOf(root, *files[i].first);
+      const std::optional<Stamp> stamp = StampAt(path);  // before it is read: a later change shows
+      STOKER_CHECK(stamp, IoError, "{} cannot be examined: {}", path, std::strerror(errno));
+      PutStamp(*stamp, &mine);
+      EncodeShardCheck(DescribeShard(root, *files[i].first, files[i].second), &mine);
+    }
+  });
+  const std::vector<std::string> gathered = comm.AllGather(mine.Take());
+  std::vector<ByteReader> readers(gathered.begin(), gathered.end());
+  ByteWriter stamped;  // per shard, in the listing's order: its stamp and encoded check
+  std::vector<ShardCheck> checks(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    ByteReader& in = readers[i % comm.size()];
+    PutStamp(GetStamp(&in), &stamped);
+    checks[i] = DecodeShardCheck(&in);
+    EncodeShardCheck(checks[i], &stamped);
+  }
+  const CorpusListing kept = listing;
+  CorpusScan scan = AssembleScan(root, std::move(listing), std::move(checks), nullptr);
+  if (!scan.problems.empty()) {
+    throw DataError(
+        fmt::format(
+            "corpus {} is not usable, so it gets no manifest:{}", root,
+            ListedProblems(scan.problems, fmt::format("stoker verify {} lists them all", root))),
+        /*collective=*/true);
+  }
+  mpi::FailTogether(comm, [&] {
+    if (comm.rank() != 0) return;
+    std::vector<Stamp> folders;
+    for (const std::string& folder : kept.folders) {
+      const std::optional<Stamp> stamp = StampAt(PathOf(root, folder));
+      STOKER_CHECK(stamp, IoError, "{} cannot be examined: {}", PathOf(root, folder),
+                   std::strerror(errno));
+      folders.push_back(*stamp);
+    }
+    WriteFileAtomically(ManifestPath(root), EncodeManifest(kept, folders, stamped.bytes()));
+  });
+  return std::move(scan.table);
+}
+
+std::string CorpusOfDataset(const std::string& dataset_dir) {
+  std::filesystem::path dataset(dataset_dir);
+  if (dataset.filename().empty()) dataset = dataset.parent_path();  // "DIR/NAME/"
+  const std::string root = dataset.parent_path().string();
+  return root.empty() ? "." : root;
+}
+
+void RefreshManifest(const mpi::Comm& comm, const std::string& root, bool only_if_present) {
+  const std::string path = ManifestPath(root);
+  uint64_t present = 0;
+  if (comm.rank() == 0) present = ::access(path.c_str(), F_OK) == 0 ? 1 : 0;
+  if (only_if_present && comm.Max(present) == 0) return;
+  try {
+    WriteManifest(comm, root);
+  } catch (const Error& e) {  // the corpus's problems, or a corpus folder it cannot write in
+    mpi::FailTogether(comm, [&] {
+      if (comm.rank() != 0) return;
+      std::filesystem::remove(path);
+      spdlog::warn("corpus {}: no manifest written ({}); discovery opens every file", root,
+                   e.what());
+    });
+  }
+}
+
+std::optional<Manifest> ReadCheckedManifest(const mpi::Comm& comm, const std::string& root) {
+  std::string bytes;
+  std::optional<Manifest> decoded;  // rank 0's, checked
+  uint64_t checked = 0;             // by this process just before (rank 0's word)
+  mpi::FailTogether(comm, [&] {
+    if (comm.rank() != 0) return;
+    const std::string path = ManifestPath(root);
+    struct stat st {};
+    // None there, or no folder to hold one: the listing says what is wrong with the folder.
+    if (::stat(path.c_str(), &st) != 0 && (errno == ENOENT || errno == ENOTDIR)) return;
+    bytes = ReadFile(path);
+    decoded = DecodeManifest(bytes, root);
+    checked = CheckedBefore(root, decoded->checksum) ? 1 : 0;
+    if (checked == 0) CheckFolders(root, *decoded);
+  });
+  NoteChecked("", 0);  // on every rank: what was noted served this call
+  comm.Broadcast(&bytes, 0);
+  if (bytes.empty()) return std::nullopt;
+  if (!decoded) decoded = DecodeManifest(bytes, root);
+  bytes = {};
+  if (comm.Max(checked) == 1) return decoded;
+  uint64_t touched = 0;
+  std::vector<Problem> mine;
+  mpi::FailTogether(comm, [&] { mine = CheckFiles(comm, root, *decoded, &touched); });
+  ByteWriter out;
+  out.Put<uint64_t>(mine.size());
+  for (const Problem& p : mine) EncodeProblem(p, &out);
+  std::vector<Problem> problems;
+  for (const std::string& theirs : comm.AllGather(out.Take())) {
+    ByteReader in(theirs);
+    for (auto n = in.Get<uint64_t>(); n > 0; --n) problems.push_back(DecodeProblem(&in));
+  }
+  touched = comm.Sum(touched);
+  if (!problems.empty()) {
+    throw DataError(fmt::format("corpus {}: its manifest is stale, the corpus changed after it "
+                                "was written:{}\n{}",
+                                root, ListedProblems(problems, "not shown"), HintOf(root)),
+                    /*collective=*/true);
+  }
+  if (comm.rank() == 0 && touched > 0) {
+    spdlog::info(
+        "corpus {}: {} than its manifest records (a copy?); what {} matches it. `stoker "
+        "manifest {}` records the new times and spares this check",
+        root,
+        touched == 1 ? "1 shard has another modification time"
+                     : fmt::format("{} shards have other modification times", touched),
+        touched == 1 ? "it holds" : "they hold", root);
+  }
+  NoteChecked(root, decoded->checksum);
+  return decoded;
+}
+
+std::optional<CorpusScan> ScanFromManifest(const mpi::Comm& comm, const std::string& root,
+                                           std::vector<ArrayLocations>* arrays) {
+  std::optional<Manifest> m = ReadCheckedManifest(comm, root);
+  if (!m) return std::nullopt;
+  if (comm.rank() == 0) {
+    spdlog::debug("discovery: {} shards from {}", m->checks.size(), ManifestPath(root));
+  }
+  return AssembleScan(root, std::move(m->listing), std::move(m->checks), arrays);
+}
+
+}  // namespace stoker

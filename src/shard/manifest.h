@@ -1,0 +1,75 @@
+// A corpus manifest, ROOT/stoker.manifest: what discovery would find in the corpus (its listing,
+// every shard's metadata and where its arrays lie), written once so that a run's start-up neither
+// lists the tree nor opens a million files (docs/format.md, "Manifest"). `stoker manifest`,
+// `stoker pack` and `stoker import` write it; discovery reads it when it is there.
+//
+// It is checked against the files it names at every discovery, and refused when stale: rank 0
+// compares every folder's modification time with the manifest's (a file added or gone changes
+// its folder's) and, where one differs, lists the corpus again and compares the listing; every
+// rank stats its share of the shards (file i by rank i mod W) and compares size and modification
+// time, and where only the time differs (a copy that did not keep times) describes the file again
+// and compares what it finds. Any difference is a DataError on every rank naming the files and
+// the command that writes the manifest again; a manifest that is not one, or damaged (a checksum
+// over its bytes), is refused the same way. Collective over `comm`.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mpi/comm.h"
+#include "shard/array_locations.h"
+#include "shard/corpus_listing.h"
+#include "shard/shard_check.h"
+#include "stoker/corpus.h"
+
+namespace stoker {
+
+inline constexpr const char* kManifestName = "stoker.manifest";
+
+// A file's or folder's size and modification time, as a manifest records them.
+struct ManifestStamp {
+  uint64_t bytes = 0;  // 0 for a folder
+  int64_t modified_ns = 0;
+  bool operator==(const ManifestStamp&) const = default;
+};
+
+// What a manifest holds: the corpus's listing, its folders' and shards' stamps and every shard's
+// check (checks[i] and files[i] for the i-th shard of the listing, dataset after dataset).
+struct Manifest {
+  CorpusListing listing;
+  std::vector<ManifestStamp> folders;  // listing.folders'
+  std::vector<ManifestStamp> files;
+  std::vector<ShardCheck> checks;
+  uint64_t checksum = 0;  // of its bytes, as recorded in it
+};
+
+// Collective: the manifest of the corpus at `root`, checked against the files as above (file i
+// stat-ed by rank i mod W of `comm`); nullopt when there is none. Throws DataError (collective)
+// when it is stale or damaged. A manifest this process checked last, at the same root and with
+// the same bytes, is not checked again when rank 0 of `comm` checked it (the loader checks each
+// node's, then discovers from rank 0's).
+std::optional<Manifest> ReadCheckedManifest(const mpi::Comm& comm, const std::string& root);
+
+// Collective: scans the corpus as discovery without a manifest does (every file opened), and rank
+// 0 writes ROOT/stoker.manifest atomically. A corpus with problems gets none: the DataError
+// discovery would throw. Returns the table.
+CorpusTable WriteManifest(const mpi::Comm& comm, const std::string& root);
+
+// The corpus folder a dataset folder (DIR/NAME, as pack's and import's --out) lies in: DIR, or
+// "." for a bare NAME.
+std::string CorpusOfDataset(const std::string& dataset_dir);
+
+// Collective: after a tool wrote shards into the corpus at `root` (stoker pack, import, verify
+// --record), a manifest for the corpus as it now is; with `only_if_present`, only where one was
+// there. A corpus with problems (another dataset still being written, say) gets none: its
+// manifest, stale now, is removed, with a warning naming the first problem. Never throws for
+// the corpus's problems.
+void RefreshManifest(const mpi::Comm& comm, const std::string& root, bool only_if_present);
+
+// Collective: the scan of the corpus from its manifest, checked against the files; nullopt when
+// ROOT/stoker.manifest does not exist. Throws DataError (collective) when it is stale or damaged.
+std::optional<CorpusScan> ScanFromManifest(const mpi::Comm& comm, const std::string& root,
+                                           std::vector<ArrayLocations>* arrays);
+
+}  // namespace stoker
