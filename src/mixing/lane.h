@@ -98,8 +98,11 @@ struct LaneState {
 };
 
 // Per dataset (`datasets` of them): the framed tokens a lane of `state` delivered, the units it
-// started less what its open ones have still to deliver. Summed over the lanes, the tokens of
-// every batch since step 0, whatever rescales came between (they keep the sums).
+// started less what its open ones have still to deliver, modulo 2^64. Summed over the lanes
+// (modulo 2^64, as MPI sums unsigned integers), the tokens of every batch since step 0, whatever
+// rescales came between: a rescale keeps the sums of started tokens and of open units, but may
+// give a lane an open unit larger than its part of the started tokens, so one lane's figure alone
+// means nothing then.
 std::vector<uint64_t> DeliveredTokens(const LaneState& state, size_t datasets);
 
 // Tokens [first, first + count) of a unit of dealt.size tokens, count > 0.

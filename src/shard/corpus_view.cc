@@ -214,8 +214,8 @@ void RequireSameCorpusView(const mpi::Comm& comm, const std::string& root) {
   });
   if (!manifest) group.Broadcast(&listing_bytes, 0);
   ByteReader listing_in(listing_bytes);
-  const CorpusListing listing =
-      manifest ? std::move(manifest->listing) : DecodeListing(&listing_in);
+  const CorpusListing listed = manifest ? CorpusListing{} : DecodeListing(&listing_in);
+  const CorpusListing& listing = manifest ? manifest->listing : listed;
   std::vector<std::string> paths;
   for (const auto& shards : listing.shards) paths.insert(paths.end(), shards.begin(), shards.end());
 
@@ -245,7 +245,10 @@ void RequireSameCorpusView(const mpi::Comm& comm, const std::string& root) {
   std::array<uint64_t, 4> extremes = {fingerprint[0], fingerprint[1], ~fingerprint[0],
                                       ~fingerprint[1]};
   comm.MaxInPlace(extremes);
-  if (extremes[0] == ~extremes[2] && extremes[1] == ~extremes[3]) return;
+  if (extremes[0] == ~extremes[2] && extremes[1] == ~extremes[3]) {
+    if (manifest) KeepCheckedManifest(root, std::move(*manifest));  // for discovery, next
+    return;
+  }
   RefuseViews(comm, group, root, mine, fingerprint);
 }
 

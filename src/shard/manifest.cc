@@ -83,22 +83,31 @@ std::string EncodeManifest(const CorpusListing& listing, const std::vector<Stamp
   return out.Take() + bytes;
 }
 
-// The manifest of the corpus at `root` whose bytes are `bytes`; DataError naming it when it is
-// not one.
-Manifest DecodeManifest(const std::string& bytes, const std::string& root) {
+constexpr size_t kHeaderBytes = kMagic.size() + sizeof(uint32_t) + sizeof(uint64_t);
+
+// The checksum of the manifest of the corpus at `root` whose bytes are `bytes`, checked against
+// them; DataError naming it when it is not one, or damaged.
+uint64_t CheckedChecksum(const std::string& bytes, const std::string& root) {
   const std::string path = ManifestPath(root);
-  const size_t header = kMagic.size() + sizeof(uint32_t) + sizeof(uint64_t);
-  STOKER_CHECK(bytes.size() >= header && bytes.compare(0, kMagic.size(), kMagic) == 0, DataError,
-               "{} is not a stoker corpus manifest: {}", path, HintOf(root));
+  STOKER_CHECK(bytes.size() >= kHeaderBytes && bytes.compare(0, kMagic.size(), kMagic) == 0,
+               DataError, "{} is not a stoker corpus manifest: {}", path, HintOf(root));
   ByteReader in(std::string_view(bytes).substr(kMagic.size()));
   const auto version = in.Get<uint32_t>();
   STOKER_CHECK(version == kVersion, DataError,
                "{} is a corpus manifest of version {}; this stoker reads version {}: {}", path,
                version, kVersion, HintOf(root));
   const auto checksum = in.Get<uint64_t>();
-  const std::string_view payload = std::string_view(bytes).substr(header);
+  const std::string_view payload = std::string_view(bytes).substr(kHeaderBytes);
   STOKER_CHECK(XXH3_64bits(payload.data(), payload.size()) == checksum, DataError,
                "{} is damaged (its checksum does not match its bytes): {}", path, HintOf(root));
+  return checksum;
+}
+
+// The manifest whose bytes CheckedChecksum found whole.
+Manifest DecodeManifest(const std::string& bytes, const std::string& root) {
+  const std::string path = ManifestPath(root);
+  const uint64_t checksum = CheckedChecksum(bytes, root);
+  const std::string_view payload = std::string_view(bytes).substr(kHeaderBytes);
   ByteReader body(payload);
   Manifest m;
   m.listing = DecodeListing(&body);
@@ -201,29 +210,32 @@ std::vector<Problem> CheckFiles(const mpi::Comm& comm, const std::string& root, 
   return problems;
 }
 
-// The manifest this process checked last: its root and checksum.
-struct Checked {
+// A manifest this process checked and its user handed back (KeepCheckedManifest), for the next
+// ReadCheckedManifest to take instead of decoding it again.
+struct Kept {
   std::mutex mutex;
   std::string root;
-  uint64_t checksum = 0;
+  std::optional<Manifest> manifest;
 };
-Checked& LastChecked() {
-  static Checked checked;
-  return checked;
+Kept& TheKept() {
+  static Kept kept;
+  return kept;
 }
 
-bool CheckedBefore(const std::string& root, uint64_t checksum) {
-  Checked& last = LastChecked();
-  const std::lock_guard lock(last.mutex);
-  return last.root == root && last.checksum == checksum;
+// Whether the kept manifest is the one of `root` with `checksum`.
+bool Keeps(const std::string& root, uint64_t checksum) {
+  Kept& kept = TheKept();
+  const std::lock_guard lock(kept.mutex);
+  return kept.manifest && kept.root == root && kept.manifest->checksum == checksum;
 }
 
-// Notes a manifest checked (`root` empty: none): a note serves the next call only.
-void NoteChecked(const std::string& root, uint64_t checksum) {
-  Checked& last = LastChecked();
-  const std::lock_guard lock(last.mutex);
-  last.root = root;
-  last.checksum = checksum;
+// The kept manifest, and none kept any more.
+std::optional<Manifest> TakeKept() {
+  Kept& kept = TheKept();
+  const std::lock_guard lock(kept.mutex);
+  std::optional<Manifest> taken = std::move(kept.manifest);
+  kept.manifest.reset();
+  return taken;
 }
 
 }  // namespace
@@ -298,10 +310,18 @@ void RefreshManifest(const mpi::Comm& comm, const std::string& root, bool only_i
   }
 }
 
-std::optional<Manifest> ReadCheckedManifest(const mpi::Comm& comm, const std::string& root) {
+void KeepCheckedManifest(const std::string& root, Manifest manifest) {
+  Kept& kept = TheKept();
+  const std::lock_guard lock(kept.mutex);
+  kept.root = root;
+  kept.manifest = std::move(manifest);
+}
+
+std::optional<Manifest> ReadCheckedManifest(const mpi::Comm& comm, const std::string& root,
+                                            bool take_kept) {
+  if (!take_kept) TakeKept();  // a manifest kept for a call that did not come: checked afresh
   std::string bytes;
-  std::optional<Manifest> decoded;  // rank 0's, checked
-  uint64_t checked = 0;             // by this process just before (rank 0's word)
+  uint64_t checksum = 0;  // rank 0's manifest's; 0: none
   mpi::FailTogether(comm, [&] {
     if (comm.rank() != 0) return;
     const std::string path = ManifestPath(root);
@@ -309,16 +329,25 @@ std::optional<Manifest> ReadCheckedManifest(const mpi::Comm& comm, const std::st
     // None there, or no folder to hold one: the listing says what is wrong with the folder.
     if (::stat(path.c_str(), &st) != 0 && (errno == ENOENT || errno == ENOTDIR)) return;
     bytes = ReadFile(path);
-    decoded = DecodeManifest(bytes, root);
-    checked = CheckedBefore(root, decoded->checksum) ? 1 : 0;
-    if (checked == 0) CheckFolders(root, *decoded);
+    checksum = CheckedChecksum(bytes, root);
   });
-  NoteChecked("", 0);  // on every rank: what was noted served this call
+  if (comm.Max(bytes.empty() ? 0 : 1) == 0) {
+    TakeKept();
+    return std::nullopt;
+  }
+  checksum = comm.Max(checksum);
+  // Checked moments ago on every rank (each node its own copy, the same bytes): taken as it is.
+  if (comm.Max(Keeps(root, checksum) ? 0 : 1) == 0) return TakeKept();
+  TakeKept();
+  std::optional<Manifest> decoded;
+  mpi::FailTogether(comm, [&] {
+    if (comm.rank() != 0) return;
+    decoded = DecodeManifest(bytes, root);
+    CheckFolders(root, *decoded);
+  });
   comm.Broadcast(&bytes, 0);
-  if (bytes.empty()) return std::nullopt;
   if (!decoded) decoded = DecodeManifest(bytes, root);
   bytes = {};
-  if (comm.Max(checked) == 1) return decoded;
   uint64_t touched = 0;
   std::vector<Problem> mine;
   mpi::FailTogether(comm, [&] { mine = CheckFiles(comm, root, *decoded, &touched); });
@@ -346,13 +375,12 @@ std::optional<Manifest> ReadCheckedManifest(const mpi::Comm& comm, const std::st
                      : fmt::format("{} shards have other modification times", touched),
         touched == 1 ? "it holds" : "they hold", root);
   }
-  NoteChecked(root, decoded->checksum);
   return decoded;
 }
 
 std::optional<CorpusScan> ScanFromManifest(const mpi::Comm& comm, const std::string& root,
                                            std::vector<ArrayLocations>* arrays) {
-  std::optional<Manifest> m = ReadCheckedManifest(comm, root);
+  std::optional<Manifest> m = ReadCheckedManifest(comm, root, /*take_kept=*/true);
   if (!m) return std::nullopt;
   if (comm.rank() == 0) {
     spdlog::debug("discovery: {} shards from {}", m->checks.size(), ManifestPath(root));

@@ -46,10 +46,15 @@ struct Manifest {
 
 // Collective: the manifest of the corpus at `root`, checked against the files as above (file i
 // stat-ed by rank i mod W of `comm`); nullopt when there is none. Throws DataError (collective)
-// when it is stale or damaged. A manifest this process checked last, at the same root and with
-// the same bytes, is not checked again when rank 0 of `comm` checked it (the loader checks each
-// node's, then discovers from rank 0's).
-std::optional<Manifest> ReadCheckedManifest(const mpi::Comm& comm, const std::string& root);
+// when it is stale or damaged. With `take_kept`, where every rank kept (KeepCheckedManifest) a
+// manifest of the same bytes as rank 0's, each takes its own, unchecked: the loader checks each
+// node's copy, then discovers from rank 0's without decoding or checking it again. Without it,
+// a kept manifest is dropped.
+std::optional<Manifest> ReadCheckedManifest(const mpi::Comm& comm, const std::string& root,
+                                            bool take_kept = false);
+// Hands the manifest ReadCheckedManifest gave for `root` back to this process, for the next call
+// of the same root to take.
+void KeepCheckedManifest(const std::string& root, Manifest manifest);
 
 // Collective: scans the corpus as discovery without a manifest does (every file opened), and rank
 // 0 writes ROOT/stoker.manifest atomically. A corpus with problems gets none: the DataError

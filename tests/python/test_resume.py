@@ -198,9 +198,11 @@ def test_many_incomplete_steps_are_one_warning(corpus, shared_dir, capfd):
     warnings = [line for line in capfd.readouterr().err.splitlines() if "passing over" in line]
     if WORLD.rank == 0:
         assert len(warnings) == 1, warnings
+        # The missing file by name; at one rank, the folder holds no rank file at all.
+        why = missing if WORLD.size > 1 else "loader holds no rank files"
         assert (f"passing over 6 incomplete checkpoints in {checkpoint_dir} " in warnings[0]
                 and f"6 like {checkpoint_dir}/step-13 " in warnings[0]
                 and f"the oldest {checkpoint_dir}/step-8" in warnings[0]
-                and missing in warnings[0]), warnings[0]
+                and why in warnings[0]), warnings[0]
     else:
         assert warnings == [], warnings

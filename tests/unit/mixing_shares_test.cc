@@ -48,5 +48,15 @@ TEST(DeliveredTokens, StartedLessWhatOpenUnitsStillOwe) {
   EXPECT_EQ(DeliveredTokens(LaneState{}, 2), (std::vector<uint64_t>{0, 0}));
 }
 
+// After a rescale a lane may hold an open unit larger than its part of the started tokens: its
+// own figure wraps, and the lanes' sum is still the tokens delivered.
+TEST(DeliveredTokens, TheLanesSumIsExactWhereOneLaneHoldsAnotherLanesOpenUnit) {
+  LaneState one, two;
+  one.started = {100};
+  one.open.push_back({.unit = {.dataset = 0, .dealt = {.size = 300}}, .done = 50});
+  two.started = {400};
+  EXPECT_EQ(DeliveredTokens(one, 1)[0] + DeliveredTokens(two, 1)[0], 250u);
+}
+
 }  // namespace
 }  // namespace stoker
