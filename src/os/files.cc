@@ -157,16 +157,17 @@ void AppendFile(const std::string& path, std::string_view bytes) {
   ::close(fd);
 }
 
-std::string ReadFile(const std::string& path) {
+std::string ReadFile(const std::string& path, uint64_t max_bytes) {
   const int fd = posix::Open(path, O_RDONLY | O_CLOEXEC);
   STOKER_CHECK(fd >= 0, IoError, "cannot open {}: {}", path, std::strerror(errno));
   std::string bytes;
   char block[1 << 16];
   ReadResult read;
   do {
-    read = ReadAt(fd, bytes.size(), sizeof block, block, path);
+    const uint64_t want = std::min<uint64_t>(sizeof block, max_bytes - bytes.size());
+    read = ReadAt(fd, bytes.size(), want, block, path);
     bytes.append(block, read.bytes);
-  } while (read.error == 0 && read.bytes == sizeof block);
+  } while (read.error == 0 && read.bytes == sizeof block && bytes.size() < max_bytes);
   ::close(fd);
   STOKER_CHECK(read.error == 0, IoError, "reading {} failed: {}", path, std::strerror(read.error));
   return bytes;

@@ -43,8 +43,8 @@ bool LinkFile(const std::string& from, const std::string& to);
 // line. Throws IoError naming the path and the failing call.
 void AppendFile(const std::string& path, std::string_view bytes);
 
-// The whole file. Throws IoError naming the path.
-std::string ReadFile(const std::string& path);
+// The whole file, or its first `max_bytes`. Throws IoError naming the path.
+std::string ReadFile(const std::string& path, uint64_t max_bytes = UINT64_MAX);
 
 // What ReadAt did: `bytes` read, and the errno of the call that failed (0 when none did).
 struct ReadResult {

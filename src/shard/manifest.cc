@@ -320,28 +320,34 @@ void KeepCheckedManifest(const std::string& root, Manifest manifest) {
 std::optional<Manifest> ReadCheckedManifest(const mpi::Comm& comm, const std::string& root,
                                             bool take_kept) {
   if (!take_kept) TakeKept();  // a manifest kept for a call that did not come: checked afresh
-  std::string bytes;
-  uint64_t checksum = 0;  // rank 0's manifest's; 0: none
+  std::string bytes;           // rank 0's manifest's first bytes, then all of them
+  uint64_t present = 0;        // rank 0 has one
+  uint64_t checksum = 0;       // as its header records it
   mpi::FailTogether(comm, [&] {
     if (comm.rank() != 0) return;
     const std::string path = ManifestPath(root);
     struct stat st {};
     // None there, or no folder to hold one: the listing says what is wrong with the folder.
     if (::stat(path.c_str(), &st) != 0 && (errno == ENOENT || errno == ENOTDIR)) return;
-    bytes = ReadFile(path);
-    checksum = CheckedChecksum(bytes, root);
+    present = 1;
+    bytes = ReadFile(path, kHeaderBytes);
+    if (bytes.size() == kHeaderBytes && bytes.compare(0, kMagic.size(), kMagic) == 0) {
+      std::memcpy(&checksum, bytes.data() + kHeaderBytes - sizeof checksum, sizeof checksum);
+    }
   });
-  if (comm.Max(bytes.empty() ? 0 : 1) == 0) {
+  if (comm.Max(present) == 0) {
     TakeKept();
     return std::nullopt;
   }
   checksum = comm.Max(checksum);
-  // Checked moments ago on every rank (each node its own copy, the same bytes): taken as it is.
+  // Checked moments ago on every rank (each node its own copy), and rank 0's records the same
+  // checksum (its bytes were checked against it then): taken as it is.
   if (comm.Max(Keeps(root, checksum) ? 0 : 1) == 0) return TakeKept();
   TakeKept();
   std::optional<Manifest> decoded;
   mpi::FailTogether(comm, [&] {
     if (comm.rank() != 0) return;
+    bytes = ReadFile(ManifestPath(root));
     decoded = DecodeManifest(bytes, root);
     CheckFolders(root, *decoded);
   });

@@ -7,7 +7,7 @@
 #   - a shard added, one gone, one of another size and one rewritten at the same size with other
 #     metadata (its checksum attribute) make discovery refuse the manifest as stale, on every rank
 #     with one message naming the file and the command that writes it again; so are a damaged
-#     manifest and a file that is not one;
+#     manifest, a file that is not one and an empty one;
 #   - `stoker pack` writes the manifest of the corpus it packs into, and writes it again when it
 #     adds a dataset.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
@@ -91,6 +91,8 @@ open(p, 'wb').write(b)" "$corpus/stoker.manifest"
 stale damaged "$corpus/stoker.manifest is damaged"
 echo "not a manifest" > "$corpus/stoker.manifest"
 stale other "$corpus/stoker.manifest is not a stoker corpus manifest"
+: > "$corpus/stoker.manifest"
+stale empty "$corpus/stoker.manifest is not a stoker corpus manifest"
 echo "ok: a damaged manifest and a file that is not one are refused"
 
 printf 'one document\n' > "$work/one.txt"
