@@ -10,9 +10,9 @@
 #   3. a preemption: SIGUSR1 once step 150 is saved; every rank stops at the same step and saves;
 #   4. jobs/mpirun/resume.sh goes on from that checkpoint on 2 ranks (the loader rescales) to
 #      step 300;
-#   5. a report: loss at the start and the end, tokens/s and data-wait share of each run, each
-#      dataset's share of the whole run's tokens beside its weight, and `stoker audit` of both
-#      runs' piece traces (no document position delivered twice).
+#   5. a report: loss at the start and the end, tokens/s and data-wait share of each run,
+#      `stoker audit` of both runs' piece traces (no document position delivered twice), and last
+#      each dataset's share of the whole run's tokens beside its weight.
 # Environment: STOKER_DEMO_DIR (default out/demo), STOKER_DEMO_STEPS (300).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,15 +60,6 @@ masked = "attention within documents (--doc-mask)" if first["doc_mask"] and seco
 print(f"  loss: {first['loss_start']:.3f} over the first 10 steps -> {second['loss_end']:.3f} over the last 10, {masked}")
 run(first, 1)
 run(second, 2)
-# The whole run's mixing (the second run's line counts from step 0, the first run's batches
-# included): each dataset's tokens over all ranks, beside the tokens the weights of their steps
-# promised it (the mixer keeps them within about a document per rank).
-tokens, promised = second["dataset_tokens"], second["promised_tokens"]
-names = sorted(tokens)
-gap = max(abs(tokens[n] - promised[n]) for n in names)
-shares = ", ".join(f"{n} {tokens[n] / sum(tokens.values()):.3f} (weights {promised[n] / sum(promised.values()):.3f})"
-                   for n in names)
-print(f"  mixing, steps 1-{second['end_step']} over all ranks: {shares}; largest gap {gap:,.0f} tokens")
 tokens = sum(r["tokens"] for r in audit["runs"])
 steps = sum(r["valid_steps"] for r in audit["runs"])
 if not audit["clean"]:
@@ -80,4 +71,13 @@ for name, d in sorted(audit["datasets"].items()):
     parts = [f"epoch {e['epoch']}: {e['documents']} documents started, {e['whole_documents']} whole"
              for e in d["epochs"]]
     print(f"    {name} ({d['nonempty_docs']} documents): " + "; ".join(parts))
+# Last, the whole run's mixing (the second run's line counts from step 0, the first run's batches
+# included): each dataset's tokens over all ranks, beside the tokens the weights of their steps
+# promised it (the mixer keeps them within about a document per rank).
+counted, promised = second["dataset_tokens"], second["promised_tokens"]
+names = sorted(counted)
+gap = max(abs(counted[n] - promised[n]) for n in names)
+shares = ", ".join(f"{n} {counted[n] / sum(counted.values()):.3f} (weights {promised[n] / sum(promised.values()):.3f})"
+                   for n in names)
+print(f"  mixing, steps 1-{second['end_step']} over all ranks: {shares}; largest gap {gap:,.0f} tokens")
 PY

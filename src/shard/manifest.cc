@@ -119,6 +119,9 @@ Manifest DecodeManifest(const std::string& bytes, const std::string& root) {
   for (size_t i = 0; i < n; ++i) {
     m.files.push_back(GetStamp(&body));
     m.checks.push_back(DecodeShardCheck(&body));
+    STOKER_CHECK(m.checks.back().info && m.checks.back().problems.empty(), DataError,
+                 "{} records a shard with problems, which no manifest holds: {}", path,
+                 HintOf(root));
   }
   STOKER_ASSERT(body.done(), "{}: bytes after its last shard", path);
   m.checksum = checksum;
