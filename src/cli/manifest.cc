@@ -39,8 +39,10 @@ Command SetupManifest(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "manifest",
       "Write a corpus's manifest, for a fast start-up of a corpus of many files.\n"
-      "Describes every shard as discovery does (every file opened: under mpirun the ranks share "
-      "them) and writes CORPUS/stoker.manifest: the corpus's folders and shards with their sizes "
+      "Describes every shard as discovery does (every file opened, under mpirun the ranks sharing "
+      "them, but those the manifest already there records at the same size and modification "
+      "time, which keep their records) and writes CORPUS/stoker.manifest: the corpus's folders and "
+      "shards with their sizes "
       "and modification times, and each shard's metadata. Discovery (stoker run, the trainers, "
       "inspect, audit) then reads it instead of listing the tree and opening every file, and "
       "checks it against the files at every start: a shard added, gone, of another size, or "

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <mutex>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "base/bytes.h"
 #include "base/check.h"
@@ -68,17 +70,16 @@ Stamp GetStamp(ByteReader* in) {
   return stamp;
 }
 
-// The file's bytes: magic, version, the payload's checksum, the payload. `files` holds, per
-// shard, its stamp and its encoded check.
-std::string EncodeManifest(const CorpusListing& listing, const std::vector<Stamp>& folders,
+// The file's bytes: magic, version, the payload's checksum, the payload: the encoded listing
+// (EncodeListing), its folders' stamps, then `files`, per shard its stamp and its encoded check.
+std::string EncodeManifest(const std::string& listing, const std::vector<Stamp>& folders,
                            const std::string& files) {
   ByteWriter payload;
-  EncodeListing(listing, &payload);
   for (const Stamp& stamp : folders) PutStamp(stamp, &payload);
   ByteWriter out;
   for (char c : kMagic) out.Put(c);
   out.Put(kVersion);
-  std::string bytes = payload.Take() + files;
+  std::string bytes = listing + payload.Take() + files;
   out.Put<uint64_t>(XXH3_64bits(bytes.data(), bytes.size()));
   return out.Take() + bytes;
 }
@@ -243,9 +244,41 @@ std::optional<Manifest> TakeKept() {
 
 }  // namespace
 
+namespace {
+
+// The manifest already at `root`, whole and of this version, on every rank; none where there is
+// none or it is not one (it is written anew then). Collective.
+std::optional<Manifest> EarlierManifest(const mpi::Comm& comm, const std::string& root) {
+  std::string bytes;
+  if (comm.rank() == 0 && ::access(ManifestPath(root).c_str(), F_OK) == 0) {
+    try {
+      bytes = ReadFile(ManifestPath(root));
+      CheckedChecksum(bytes, root);
+    } catch (const Error&) {
+      bytes.clear();
+    }
+  }
+  comm.Broadcast(&bytes, 0);
+  if (bytes.empty()) return std::nullopt;
+  try {
+    return DecodeManifest(bytes, root);  // the same bytes everywhere: the same outcome
+  } catch (const DataError&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
 CorpusTable WriteManifest(const mpi::Comm& comm, const std::string& root) {
   CorpusListing listing = ShareListing(comm, root);
   const auto files = FilesOf(listing);
+  // A shard of the same size and time as the manifest there records is not opened again.
+  const std::optional<Manifest> earlier = EarlierManifest(comm, root);
+  std::unordered_map<std::string_view, size_t> recorded;
+  if (earlier) {
+    const auto paths = FilesOf(earlier->listing);
+    for (size_t j = 0; j < paths.size(); ++j) recorded.emplace(*paths[j].first, j);
+  }
   ByteWriter mine;
   mpi::FailTogether(comm, [&] {
     for (size_t i = comm.rank(); i < files.size(); i += comm.size()) {
@@ -253,7 +286,14 @@ CorpusTable WriteManifest(const mpi::Comm& comm, const std::string& root) {
       const std::optional<Stamp> stamp = StampAt(path);  // before it is read: a later change shows
       STOKER_CHECK(stamp, IoError, "{} cannot be examined: {}", path, std::strerror(errno));
       PutStamp(*stamp, &mine);
-      EncodeShardCheck(DescribeShard(root, *files[i].first, files[i].second), &mine);
+      const auto at = recorded.find(*files[i].first);
+      if (at != recorded.end() && earlier->files[at->second] == *stamp) {
+        ShardCheck check = earlier->checks[at->second];
+        check.info->dataset = files[i].second;  // datasets may have come or gone before it
+        EncodeShardCheck(check, &mine);
+      } else {
+        EncodeShardCheck(DescribeShard(root, *files[i].first, files[i].second), &mine);
+      }
     }
   });
   const std::vector<std::string> gathered = comm.AllGather(mine.Take());
@@ -266,7 +306,9 @@ CorpusTable WriteManifest(const mpi::Comm& comm, const std::string& root) {
     checks[i] = DecodeShardCheck(&in);
     EncodeShardCheck(checks[i], &stamped);
   }
-  const CorpusListing kept = listing;
+  ByteWriter listing_bytes;
+  EncodeListing(listing, &listing_bytes);
+  const std::vector<std::string> folders = listing.folders;
   CorpusScan scan = AssembleScan(root, std::move(listing), std::move(checks), nullptr);
   if (!scan.problems.empty()) {
     throw DataError(
@@ -277,14 +319,15 @@ CorpusTable WriteManifest(const mpi::Comm& comm, const std::string& root) {
   }
   mpi::FailTogether(comm, [&] {
     if (comm.rank() != 0) return;
-    std::vector<Stamp> folders;
-    for (const std::string& folder : kept.folders) {
+    std::vector<Stamp> stamps;
+    for (const std::string& folder : folders) {
       const std::optional<Stamp> stamp = StampAt(PathOf(root, folder));
       STOKER_CHECK(stamp, IoError, "{} cannot be examined: {}", PathOf(root, folder),
                    std::strerror(errno));
-      folders.push_back(*stamp);
+      stamps.push_back(*stamp);
     }
-    WriteFileAtomically(ManifestPath(root), EncodeManifest(kept, folders, stamped.bytes()));
+    WriteFileAtomically(ManifestPath(root),
+                        EncodeManifest(listing_bytes.bytes(), stamps, stamped.bytes()));
   });
   return std::move(scan.table);
 }

@@ -4,8 +4,10 @@
 // `stoker pack` and `stoker import` write it; discovery reads it when it is there.
 //
 // It is checked against the files it names at every discovery, and refused when stale: rank 0
-// compares every folder's modification time with the manifest's (a file added or gone changes
-// its folder's) and, where one differs, lists the corpus again and compares the listing; every
+// compares the root's folders with the manifest's datasets by name and every other folder's
+// modification time with the manifest's (a file added or gone changes its folder's; the root's
+// own time changes when the manifest is written) and, where one differs, lists the corpus again
+// and compares the listing; every
 // rank stats its share of the shards (file i by rank i mod W) and compares size and modification
 // time, and where only the time differs (a copy that did not keep times) describes the file again
 // and compares what it finds. Any difference is a DataError on every rank naming the files and
@@ -56,9 +58,10 @@ std::optional<Manifest> ReadCheckedManifest(const mpi::Comm& comm, const std::st
 // of the same root to take.
 void KeepCheckedManifest(const std::string& root, Manifest manifest);
 
-// Collective: scans the corpus as discovery without a manifest does (every file opened), and rank
-// 0 writes ROOT/stoker.manifest atomically. A corpus with problems gets none: the DataError
-// discovery would throw. Returns the table.
+// Collective: scans the corpus as discovery without a manifest does (every file opened but those
+// the manifest already there records at the same size and modification time, whose records are
+// kept), and rank 0 writes ROOT/stoker.manifest atomically. A corpus with problems gets none: the
+// DataError discovery would throw. Returns the table.
 CorpusTable WriteManifest(const mpi::Comm& comm, const std::string& root);
 
 // The corpus folder a dataset folder (DIR/NAME, as pack's and import's --out) lies in: DIR, or

@@ -8,6 +8,7 @@
 #     metadata (its checksum attribute) make discovery refuse the manifest as stale, on every rank
 #     with one message naming the file and the command that writes it again; so are a damaged
 #     manifest, a file that is not one and an empty one;
+#   - `stoker manifest` again opens only the shards whose size or time changed;
 #   - `stoker pack` writes the manifest of the corpus it packs into, and writes it again when it
 #     adds a dataset.
 # Environment: STOKER (the program), MPIRUN (mpirun with its flags).
@@ -94,6 +95,27 @@ stale other "$corpus/stoker.manifest is not a stoker corpus manifest"
 : > "$corpus/stoker.manifest"
 stale empty "$corpus/stoker.manifest is not a stoker corpus manifest"
 echo "ok: a damaged manifest and a file that is not one are refused"
+
+# Written again, a shard the manifest records at the same size and time keeps its record
+# unopened: one whose HDF5 signature was overwritten with its time set back goes unnoticed (as
+# documented: `stoker verify` reads every shard); one of a new time is described again.
+cp "$work/manifest.good" "$corpus/stoker.manifest"
+timeout 60 $MPIRUN -np 2 "$STOKER" manifest "$corpus" > "$work/again.txt" 2>&1 ||
+  fail "stoker manifest over a stale one: $(cat "$work/again.txt")"
+shard=$corpus/b/part-00007.h5
+cp -p "$shard" "$work/keep.h5"
+printf 'XXXXXXXX' | dd of="$shard" conv=notrunc status=none
+touch -r "$work/keep.h5" "$shard"
+timeout 60 $MPIRUN -np 2 "$STOKER" manifest "$corpus" > "$work/kept.txt" 2>&1 ||
+  fail "a shard recorded at its size and time was opened: $(cat "$work/kept.txt")"
+touch "$shard"
+rc=0
+timeout 60 $MPIRUN -np 2 "$STOKER" manifest "$corpus" > "$work/opened.txt" 2>&1 || rc=$?
+if [ "$rc" != 1 ] || ! grep -q "b/part-00007.h5" "$work/opened.txt"; then
+  fail "a shard of a new time was not described again: exit $rc, $(cat "$work/opened.txt")"
+fi
+cp -p "$work/keep.h5" "$shard"
+echo "ok: stoker manifest again opens only the shards whose size or time changed"
 
 printf 'one document\n' > "$work/one.txt"
 printf 'another document\n' > "$work/two.txt"
