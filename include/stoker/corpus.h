@@ -12,6 +12,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,22 +21,32 @@
 
 namespace stoker {
 
-struct ShardInfo {
-  std::string path;      // relative to the corpus root, e.g. "web/2024/part-00003.h5"
-  uint32_t dataset = 0;  // index into CorpusTable::datasets
-  uint64_t file_bytes = 0;
-  uint64_t docs = 0;    // documents: length of /doc_offsets minus one
-  uint64_t tokens = 0;  // length of /tokens
-  TokenType token_type = TokenType::kUint32;
-  bool offsets_signed = false;  // /doc_offsets is int64 rather than uint64
+// What a shard records of its tokenizer's vocabulary (docs/format.md, optional attributes).
+struct ShardVocabulary {
   std::optional<int64_t> vocab_size;
   std::optional<int64_t> eos_id;
   std::optional<int64_t> bos_id;
   std::optional<std::string> tokenizer;
+  bool operator==(const ShardVocabulary&) const = default;
+};
+
+struct ShardInfo {
+  std::string path;      // relative to the corpus root, e.g. "web/2024/part-00003.h5"
+  uint32_t dataset = 0;  // index into CorpusTable::datasets
+  TokenType token_type = TokenType::kUint32;
+  bool offsets_signed = false;  // /doc_offsets is int64 rather than uint64
+  uint64_t file_bytes = 0;
+  uint64_t docs = 0;    // documents: length of /doc_offsets minus one
+  uint64_t tokens = 0;  // length of /tokens
   // XXH3-64 of the offsets and tokens, as the writer recorded it (attribute `checksum`,
   // docs/format.md); none in a shard written before stoker recorded one.
   std::optional<uint64_t> checksum;
-  bool operator==(const ShardInfo&) const = default;
+  // Never null. Shards that record the same share one: a table of a million shards holds a
+  // handful (a row of the table is some 100 bytes with its path).
+  std::shared_ptr<const ShardVocabulary> vocabulary = NoVocabulary();
+
+  static const std::shared_ptr<const ShardVocabulary>& NoVocabulary();
+  bool operator==(const ShardInfo& other) const;
 };
 
 struct DatasetInfo {

@@ -59,7 +59,7 @@ class ByteReader {
   }
   std::string GetString() {
     const auto n = Get<uint64_t>();
-    STOKER_ASSERT(pos_ + n <= bytes_.size(), "byte stream ends early");
+    STOKER_ASSERT(n <= bytes_.size() - pos_, "byte stream ends early");
     std::string s(bytes_.substr(pos_, n));
     pos_ += n;
     return s;

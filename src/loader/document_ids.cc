@@ -13,19 +13,20 @@ namespace {
 
 // The value every shard that has attribute `name` agrees on; a ConfigError when they disagree.
 std::optional<int64_t> CorpusAttribute(const CorpusTable& table, const char* name,
-                                       std::optional<int64_t> ShardInfo::*field) {
+                                       std::optional<int64_t> ShardVocabulary::*field) {
   std::optional<int64_t> value;
   const ShardInfo* first = nullptr;
   for (const ShardInfo& shard : table.shards) {
-    if (!(shard.*field)) continue;
+    const std::optional<int64_t>& id = (*shard.vocabulary).*field;
+    if (!id) continue;
     if (!value) {
-      value = shard.*field;
+      value = id;
       first = &shard;
-    } else if (*value != *(shard.*field)) {
+    } else if (*value != *id) {
       RefuseConfiguration(
           {fmt::format("the corpus's shards disagree on {}: {} has {}, {} has {}; choose one "
                        "with --{}",
-                       name, first->path, *value, shard.path, *(shard.*field),
+                       name, first->path, *value, shard.path, *id,
                        std::string(name) == "eos_id" ? "eos-id" : "bos-id")});
     }
   }
@@ -41,7 +42,7 @@ void WarnOfDatasetsWithoutEos(const CorpusTable& table, int64_t eos_id, int rank
   for (const DatasetInfo& d : table.datasets) {
     bool records = false;
     for (uint32_t i = d.first_shard; i < d.first_shard + d.num_shards; ++i) {
-      records = records || table.shards[i].eos_id.has_value();
+      records = records || table.shards[i].vocabulary->eos_id.has_value();
     }
     if (records) continue;
     spdlog::warn(
@@ -64,11 +65,12 @@ void CheckIdsInVocabulary(const LoaderSetup& setup) {
         {"--bos-id", setup.bos_id}}) {
     if (!id) continue;
     for (const ShardInfo& shard : setup.table.shards) {
-      if (!shard.vocab_size || *id < *shard.vocab_size) continue;
+      const std::optional<int64_t>& size = shard.vocabulary->vocab_size;
+      if (!size || *id < *size) continue;
       problems.push_back(
           fmt::format("{} {} is outside the vocabulary of {}: vocab_size {} "
                       "(ids 0 to {})",
-                      name, *id, shard.path, *shard.vocab_size, *shard.vocab_size - 1));
+                      name, *id, shard.path, *size, *size - 1));
       break;
     }
   }
@@ -86,9 +88,9 @@ std::string SameBosAndEos(int64_t id, const char* eos) {
 
 void ResolveDocumentIds(const LoaderConfig& config, int rank, LoaderSetup* setup) {
   // A given --eos-id settles shards that disagree: the corpus's value is only read without one.
-  setup->eos_id = config.eos_id
-                      ? *config.eos_id
-                      : CorpusAttribute(setup->table, "eos_id", &ShardInfo::eos_id).value_or(0);
+  setup->eos_id =
+      config.eos_id ? *config.eos_id
+                    : CorpusAttribute(setup->table, "eos_id", &ShardVocabulary::eos_id).value_or(0);
   setup->bos_id = config.bos_id;
   if (!config.eos_id) WarnOfDatasetsWithoutEos(setup->table, setup->eos_id, rank);
   CheckIdsInVocabulary(*setup);

@@ -42,7 +42,8 @@ namespace {
 std::optional<int64_t> CorpusVocab(const Loader& loader) {
   std::optional<int64_t> vocab;
   for (const ShardInfo& shard : loader.corpus().shards) {
-    if (shard.vocab_size) vocab = std::max(vocab.value_or(0), *shard.vocab_size);
+    const auto& size = shard.vocabulary->vocab_size;
+    if (size) vocab = std::max(vocab.value_or(0), *size);
   }
   return vocab;
 }

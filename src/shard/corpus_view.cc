@@ -214,21 +214,26 @@ void RequireSameCorpusView(const mpi::Comm& comm, const std::string& root) {
   });
   if (!manifest) group.Broadcast(&listing_bytes, 0);
   ByteReader listing_in(listing_bytes);
-  const CorpusListing listed = manifest ? CorpusListing{} : DecodeListing(&listing_in);
-  const CorpusListing& listing = manifest ? manifest->listing : listed;
-  std::vector<std::string> paths;
-  for (const auto& shards : listing.shards) paths.insert(paths.end(), shards.begin(), shards.end());
+  const CorpusListing listing = manifest ? CorpusListing{} : DecodeListing(&listing_in);
+  std::vector<const std::string*> paths;  // of every shard, dataset after dataset
+  if (manifest) {
+    for (const ShardInfo& shard : manifest->shards) paths.push_back(&shard.path);
+  } else {
+    for (const auto& shards : listing.shards) {
+      for (const std::string& path : shards) paths.push_back(&path);
+    }
+  }
 
   std::vector<ShardView> mine;
   Fingerprint fingerprint = {0, 0};
   mpi::FailTogether(comm, [&] {
     for (size_t i = group.rank(); i < paths.size(); i += group.size()) {
       if (manifest) {
-        mine.push_back({.path = paths[i],
+        mine.push_back({.path = *paths[i],
                         .bytes = manifest->files[i].bytes,
-                        .checksum = manifest->checks[i].info->checksum});
+                        .checksum = manifest->shards[i].checksum});
       } else {
-        mine.push_back(ReadView(root, paths[i]));
+        mine.push_back(ReadView(root, *paths[i]));
       }
       ByteWriter out;
       Encode(mine.back(), &out);
@@ -236,7 +241,9 @@ void RequireSameCorpusView(const mpi::Comm& comm, const std::string& root) {
     }
     if (group.rank() != 0) return;
     ByteWriter out;  // what the listing found besides shards: its datasets and problems
-    for (const std::string& name : listing.datasets) out.PutString(name);
+    for (const std::string& name : manifest ? manifest->datasets : listing.datasets) {
+      out.PutString(name);
+    }
     for (const Problem& p : listing.problems) EncodeProblem(p, &out);
     AddTo(&fingerprint, out.bytes());
   });

@@ -42,11 +42,12 @@ void EncodeShardCheck(const ShardCheck& check, ByteWriter* out) {
       out->Put<uint8_t>(at.direct);
       out->Put(at.byte_offset);
     }
-    PutOptional(out, s.vocab_size);
-    PutOptional(out, s.eos_id);
-    PutOptional(out, s.bos_id);
-    out->Put<uint8_t>(s.tokenizer.has_value());
-    out->PutString(s.tokenizer.value_or(""));
+    const ShardVocabulary& v = *s.vocabulary;
+    PutOptional(out, v.vocab_size);
+    PutOptional(out, v.eos_id);
+    PutOptional(out, v.bos_id);
+    out->Put<uint8_t>(v.tokenizer.has_value());
+    out->PutString(v.tokenizer.value_or(""));
     out->Put<uint8_t>(s.checksum.has_value());
     out->Put<uint64_t>(s.checksum.value_or(0));
   }
@@ -54,7 +55,19 @@ void EncodeShardCheck(const ShardCheck& check, ByteWriter* out) {
   for (const auto& p : check.problems) EncodeProblem(p, out);
 }
 
-ShardCheck DecodeShardCheck(ByteReader* in) {
+std::shared_ptr<const ShardVocabulary> VocabularyPool::Share(const ShardVocabulary& vocabulary) {
+  // The latest few: shards of one dataset follow each other and mostly record the same. Only a
+  // few, so that a corpus of a million different ones costs a million comparisons, not 10^12.
+  constexpr size_t kLooked = 8;
+  for (size_t k = 0; k < std::min(kLooked, held_.size()); ++k) {
+    const auto& held = held_[held_.size() - 1 - k];
+    if (*held == vocabulary) return held;
+  }
+  held_.push_back(std::make_shared<const ShardVocabulary>(vocabulary));
+  return held_.back();
+}
+
+ShardCheck DecodeShardCheck(ByteReader* in, VocabularyPool* pool) {
   ShardCheck check;
   if (in->Get<uint8_t>() != 0) {
     ShardInfo s;
@@ -69,12 +82,14 @@ ShardCheck DecodeShardCheck(ByteReader* in) {
       at->direct = in->Get<uint8_t>() != 0;
       at->byte_offset = in->Get<uint64_t>();
     }
-    s.vocab_size = GetOptional(in);
-    s.eos_id = GetOptional(in);
-    s.bos_id = GetOptional(in);
+    ShardVocabulary v;
+    v.vocab_size = GetOptional(in);
+    v.eos_id = GetOptional(in);
+    v.bos_id = GetOptional(in);
     const bool has_tokenizer = in->Get<uint8_t>() != 0;
     std::string tokenizer = in->GetString();
-    if (has_tokenizer) s.tokenizer = std::move(tokenizer);
+    if (has_tokenizer) v.tokenizer = std::move(tokenizer);
+    s.vocabulary = pool ? pool->Share(v) : std::make_shared<const ShardVocabulary>(std::move(v));
     const bool has_checksum = in->Get<uint8_t>() != 0;
     const auto checksum = in->Get<uint64_t>();
     if (has_checksum) s.checksum = checksum;
@@ -120,6 +135,18 @@ std::string Problem::ToString() const {
     if (index) where += fmt::format("[{}]", *index);
   }
   return where.empty() ? message : where + ": " + message;
+}
+
+const std::shared_ptr<const ShardVocabulary>& ShardInfo::NoVocabulary() {
+  static const auto none = std::make_shared<const ShardVocabulary>();
+  return none;
+}
+
+bool ShardInfo::operator==(const ShardInfo& other) const {
+  return path == other.path && dataset == other.dataset && token_type == other.token_type &&
+         offsets_signed == other.offsets_signed && file_bytes == other.file_bytes &&
+         docs == other.docs && tokens == other.tokens && checksum == other.checksum &&
+         *vocabulary == *other.vocabulary;
 }
 
 uint64_t CorpusTable::total_docs() const {
@@ -207,6 +234,7 @@ CorpusScan AssembleScan(const std::string& root, CorpusListing listing,
   if (listing.datasets.empty()) {
     scan.problems.push_back({"", "", std::nullopt, "the corpus has no datasets (no subfolders)"});
   }
+  VocabularyPool vocabularies;
   size_t i = 0;
   for (size_t d = 0; d < listing.datasets.size(); ++d) {
     if (listing.shards[d].empty()) {
@@ -220,6 +248,7 @@ CorpusScan AssembleScan(const std::string& root, CorpusListing listing,
       for (auto& p : check.problems) scan.problems.push_back(std::move(p));
       if (!check.info) continue;
       check.info->dataset = static_cast<uint32_t>(scan.table.datasets.size());
+      check.info->vocabulary = vocabularies.Share(*check.info->vocabulary);
       scan.table.shards.push_back(std::move(*check.info));
       if (arrays) arrays->push_back(check.arrays);
     }

@@ -4,6 +4,7 @@
 // DiscoverCorpus are collective; the rest is plain functions, safe from any thread.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,9 +41,21 @@ CorpusScan AssembleScan(const std::string& root, CorpusListing listing,
 // are listed.
 std::string ListedProblems(const std::vector<Problem>& problems, std::string_view where_all);
 
-// The one encoding of a ShardCheck that crosses ranks and goes into a corpus manifest.
+// The vocabularies of a table's shards, held once each where shards near each other record the
+// same (a corpus records a handful, dataset by dataset). Not thread safe.
+class VocabularyPool {
+ public:
+  // The pool's copy of `vocabulary`, added when none of the latest few it added is equal.
+  std::shared_ptr<const ShardVocabulary> Share(const ShardVocabulary& vocabulary);
+
+ private:
+  std::vector<std::shared_ptr<const ShardVocabulary>> held_;
+};
+
+// The one encoding of a ShardCheck that crosses ranks and goes into a corpus manifest. Decoded
+// with a pool, its vocabulary is the pool's.
 void EncodeShardCheck(const ShardCheck& check, ByteWriter* out);
-ShardCheck DecodeShardCheck(ByteReader* in);
+ShardCheck DecodeShardCheck(ByteReader* in, VocabularyPool* pool = nullptr);
 
 // The one encoding of a Problem that crosses ranks (all-gathers of problems).
 void EncodeProblem(const Problem& problem, ByteWriter* out);

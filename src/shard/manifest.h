@@ -11,8 +11,10 @@
 // rank stats its share of the shards (file i by rank i mod W) and compares size and modification
 // time, and where only the time differs (a copy that did not keep times) describes the file again
 // and compares what it finds. Any difference is a DataError on every rank naming the files and
-// the command that writes the manifest again; a manifest that is not one, or damaged (a checksum
-// over its bytes), is refused the same way. Collective over `comm`.
+// the command that writes the manifest again; a manifest that is not one, or damaged (cut short,
+// or its checksums over its bytes and its blocks), is refused the same way. Rank 0 reads it a
+// block at a time and broadcasts each; every rank decodes the blocks as they come, so none holds
+// the manifest's bytes whole. Collective over `comm`.
 #pragma once
 
 #include <optional>
@@ -28,6 +30,7 @@
 namespace stoker {
 
 inline constexpr const char* kManifestName = "stoker.manifest";
+inline constexpr size_t kManifestBlockBytes = size_t{4} << 20;
 
 // A file's or folder's size and modification time, as a manifest records them.
 struct ManifestStamp {
@@ -36,13 +39,17 @@ struct ManifestStamp {
   bool operator==(const ManifestStamp&) const = default;
 };
 
-// What a manifest holds: the corpus's listing, its folders' and shards' stamps and every shard's
-// check (checks[i] and files[i] for the i-th shard of the listing, dataset after dataset).
+// What a manifest holds: the corpus's listing (datasets and folders, the folders' stamps) and
+// its shards, dataset after dataset in the listing's order: each one's table row (its `dataset`
+// an index into `datasets`), where its arrays lie, and its stamp. The rows' vocabularies are
+// shared (VocabularyPool): a million shards take some 180 bytes each.
 struct Manifest {
-  CorpusListing listing;
-  std::vector<ManifestStamp> folders;  // listing.folders'
+  std::vector<std::string> datasets;
+  std::vector<std::string> folders;  // every folder listed ("" the root)
+  std::vector<ManifestStamp> folder_stamps;
+  std::vector<ShardInfo> shards;
+  std::vector<ArrayLocations> arrays;
   std::vector<ManifestStamp> files;
-  std::vector<ShardCheck> checks;
   uint64_t checksum = 0;  // of its bytes, as recorded in it
 };
 
@@ -62,7 +69,10 @@ void KeepCheckedManifest(const std::string& root, Manifest manifest);
 // the manifest already there records at the same size and modification time, whose records are
 // kept), and rank 0 writes ROOT/stoker.manifest atomically. A corpus with problems gets none: the
 // DataError discovery would throw. Returns the table.
-CorpusTable WriteManifest(const mpi::Comm& comm, const std::string& root);
+// `block_bytes` is the size of the blocks it is read by (a record of a shard is never split): the
+// default holds some 25,000 shards a block.
+CorpusTable WriteManifest(const mpi::Comm& comm, const std::string& root,
+                          size_t block_bytes = kManifestBlockBytes);
 
 // The corpus folder a dataset folder (DIR/NAME, as pack's and import's --out) lies in: DIR, or
 // "." for a bare NAME.

@@ -229,14 +229,16 @@ bool DescribeOffsets(const OpenShard& shard, const std::optional<h5::ArrayInfo>&
 // Reads the optional attributes into `s`. False when one makes the shard unusable.
 bool DescribeAttributes(const h5::File& file, ShardChecker* checker, ShardInfo* s) {
   bool ok = true;
-  s->vocab_size = checker->ReadInt(file, "vocab_size");
-  s->eos_id = checker->ReadInt(file, "eos_id");
-  s->bos_id = checker->ReadInt(file, "bos_id");
-  if (s->vocab_size && *s->vocab_size <= 0) {
-    checker->Add("vocab_size", fmt::format("is {}; it must be positive", *s->vocab_size));
+  ShardVocabulary v;
+  v.vocab_size = checker->ReadInt(file, "vocab_size");
+  v.eos_id = checker->ReadInt(file, "eos_id");
+  v.bos_id = checker->ReadInt(file, "bos_id");
+  if (v.vocab_size && *v.vocab_size <= 0) {
+    checker->Add("vocab_size", fmt::format("is {}; it must be positive", *v.vocab_size));
     ok = false;
   }
-  s->tokenizer = checker->ReadString(file, "tokenizer");
+  v.tokenizer = checker->ReadString(file, "tokenizer");
+  s->vocabulary = std::make_shared<const ShardVocabulary>(std::move(v));
   if (const auto text = checker->ReadString(file, kChecksumAttribute)) {
     s->checksum = ParseChecksum(*text);
     if (!s->checksum) {

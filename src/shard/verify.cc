@@ -59,8 +59,8 @@ class ContentChecker {
   ContentChecker(const std::string& root, const ShardInfo& shard, const ArrayLocations& arrays,
                  uint64_t block)
       : reader_(root, shard, arrays), shard_(shard), block_(std::max<uint64_t>(block, 1)) {
-    if (shard.vocab_size) {
-      vocab_ = static_cast<uint64_t>(*shard.vocab_size);  // discovery: in [1, 2^63 - 1]
+    if (shard.vocabulary->vocab_size) {
+      vocab_ = static_cast<uint64_t>(*shard.vocabulary->vocab_size);  // discovery: in [1, 2^63 - 1]
     } else if (shard.token_type == TokenType::kUint64) {
       id_limit_ = kIdLimit;
     }
@@ -178,17 +178,17 @@ class ContentChecker {
 };
 
 void CheckSpecialIds(const ShardInfo& shard, std::vector<Problem>* out) {
-  const std::pair<const char*, std::optional<int64_t>> ids[] = {{"eos_id", shard.eos_id},
-                                                                {"bos_id", shard.bos_id}};
+  const ShardVocabulary& v = *shard.vocabulary;
+  const std::pair<const char*, std::optional<int64_t>> ids[] = {{"eos_id", v.eos_id},
+                                                                {"bos_id", v.bos_id}};
   for (const auto& [name, id] : ids) {
     if (!id) continue;
     if (*id < 0) {
       out->push_back({shard.path, name, std::nullopt,
                       fmt::format("is {}; token ids are never negative", *id)});
-    } else if (shard.vocab_size && *id >= *shard.vocab_size) {
-      out->push_back(
-          {shard.path, name, std::nullopt,
-           fmt::format("is {}, outside [0, vocab_size) = [0, {})", *id, *shard.vocab_size)});
+    } else if (v.vocab_size && *id >= *v.vocab_size) {
+      out->push_back({shard.path, name, std::nullopt,
+                      fmt::format("is {}, outside [0, vocab_size) = [0, {})", *id, *v.vocab_size)});
     }
   }
 }

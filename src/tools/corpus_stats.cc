@@ -86,7 +86,7 @@ CorpusStats StatsOf(const CorpusTable& table, std::vector<LengthHistogram> histo
     for (uint32_t i = info.first_shard; i < info.first_shard + info.num_shards; ++i) {
       AddType(table.shards[i].token_type, &ds.token_types);
       AddType(table.shards[i].token_type, &stats.token_types);
-      const std::optional<std::string>& tokenizer = table.shards[i].tokenizer;
+      const std::optional<std::string>& tokenizer = table.shards[i].vocabulary->tokenizer;
       if (tokenizer && std::find(ds.tokenizers.begin(), ds.tokenizers.end(), *tokenizer) ==
                            ds.tokenizers.end()) {
         ds.tokenizers.insert(

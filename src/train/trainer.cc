@@ -24,7 +24,8 @@ namespace {
 // The largest vocab_size attribute of the corpus's shards, or 0 when none has one.
 int64_t CorpusVocab(const CorpusTable& table) {
   int64_t vocab = 0;
-  for (const ShardInfo& shard : table.shards) vocab = std::max(vocab, shard.vocab_size.value_or(0));
+  for (const ShardInfo& shard : table.shards)
+    vocab = std::max(vocab, shard.vocabulary->vocab_size.value_or(0));
   return vocab;
 }
 

@@ -90,11 +90,13 @@ cp "$corpus/stoker.manifest" "$work/manifest.good"
 import sys; p = sys.argv[1]; b = bytearray(open(p, 'rb').read()); b[len(b) // 2] ^= 1
 open(p, 'wb').write(b)" "$corpus/stoker.manifest"
 stale damaged "$corpus/stoker.manifest is damaged"
+head -c -7 "$work/manifest.good" > "$corpus/stoker.manifest"
+stale cut "$corpus/stoker.manifest is damaged"
 echo "not a manifest" > "$corpus/stoker.manifest"
 stale other "$corpus/stoker.manifest is not a stoker corpus manifest"
 : > "$corpus/stoker.manifest"
 stale empty "$corpus/stoker.manifest is not a stoker corpus manifest"
-echo "ok: a damaged manifest and a file that is not one are refused"
+echo "ok: a damaged or cut manifest and a file that is not one are refused"
 
 # Written again, a shard the manifest records at the same size and time keeps its record
 # unopened: one whose HDF5 signature was overwritten with its time set back goes unnoticed (as

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -102,8 +103,9 @@ std::string Serialize(const CorpusTable& table) {
         "shard {} ds={} bytes={} docs={} tokens={} type={} signed={} vocab={} eos={} bos={} "
         "tokenizer={} checksum={}\n",
         s.path, s.dataset, s.file_bytes, s.docs, s.tokens, TokenTypeName(s.token_type),
-        s.offsets_signed, s.vocab_size.value_or(-1), s.eos_id.value_or(-1), s.bos_id.value_or(-1),
-        s.tokenizer.value_or("-"), s.checksum ? ChecksumText(*s.checksum) : "-");
+        s.offsets_signed, s.vocabulary->vocab_size.value_or(-1), s.vocabulary->eos_id.value_or(-1),
+        s.vocabulary->bos_id.value_or(-1), s.vocabulary->tokenizer.value_or("-"),
+        s.checksum ? ChecksumText(*s.checksum) : "-");
   }
   return out;
 }
@@ -141,10 +143,11 @@ CorpusTable ExpectedTable(const std::string& root, const std::vector<FileSpec>& 
     s.docs = f.docs.size();
     for (const auto& doc : f.docs) s.tokens += doc.size();
     s.token_type = f.type;
-    s.vocab_size = f.attributes.vocab_size;
-    s.eos_id = f.attributes.eos_id;
-    s.bos_id = f.attributes.bos_id;
-    s.tokenizer = f.attributes.tokenizer;
+    s.vocabulary = std::make_shared<const ShardVocabulary>(
+        ShardVocabulary{.vocab_size = f.attributes.vocab_size,
+                        .eos_id = f.attributes.eos_id,
+                        .bos_id = f.attributes.bos_id,
+                        .tokenizer = f.attributes.tokenizer});
     s.checksum = testing::ChecksumOf(f.docs, f.type);
     ++d.num_shards;
     d.docs += s.docs;
@@ -223,6 +226,27 @@ TEST_F(DiscoveryTest, AManifestGivesWhatTheFilesGive) {
   const CorpusTable copied = DiscoverCorpus(comm_, copy);
   EXPECT_EQ(copied.shards, plain.shards);
   EXPECT_EQ(copied.fingerprint, plain.fingerprint);
+}
+
+// A manifest read in blocks of a shard or two gives what one read in one block gives, and its
+// table, like discovery's from the files, holds a vocabulary once for the shards that share it.
+TEST_F(DiscoveryTest, AManifestOfManyBlocksGivesWhatTheFilesGive) {
+  const std::vector<FileSpec> files = CorpusSpec();
+  const std::string root = dir_ / "corpus";
+  OnRankZero(comm_, [&] { WriteCorpus(root, files); });
+  std::vector<ArrayLocations> scanned, from_manifest;
+  const CorpusTable plain = DiscoverCorpus(comm_, root, &scanned);
+  EXPECT_EQ(WriteManifest(comm_, root, /*block_bytes=*/64), plain);
+  const CorpusTable table = DiscoverCorpus(comm_, root, &from_manifest);
+  EXPECT_EQ(table, plain);
+  EXPECT_EQ(from_manifest, scanned);
+  for (const CorpusTable* t : {&plain, &table}) {
+    std::set<const ShardVocabulary*> held;
+    for (const ShardInfo& shard : t->shards) held.insert(shard.vocabulary.get());
+    // bpe (books/only.h5, web/2023/ and web/2024/), one each of code/a/x/part-0.h5,
+    // code/a/y.h5 and code/z.h5, and none recorded (every other shard).
+    EXPECT_EQ(held.size(), 5u);
+  }
 }
 
 TEST_F(DiscoveryTest, FingerprintDependsOnContentNotOnPlaceOrWorldSize) {

@@ -111,8 +111,8 @@ TEST_F(PackTest, JsonlRoundTripKeepsInputOrder) {
   bool saw_uint32 = false;
   for (const ShardInfo& shard : packed.table.shards) {
     EXPECT_TRUE(shard.tokens <= 2000 || shard.docs == 1) << shard.path << ": " << shard.tokens;
-    EXPECT_FALSE(shard.vocab_size.has_value()) << shard.path;
-    EXPECT_FALSE(shard.tokenizer.has_value()) << shard.path;
+    EXPECT_FALSE(shard.vocabulary->vocab_size.has_value()) << shard.path;
+    EXPECT_FALSE(shard.vocabulary->tokenizer.has_value()) << shard.path;
     EXPECT_TRUE(shard.token_type == TokenType::kUint16 || shard.token_type == TokenType::kUint32);
     saw_uint32 |= shard.token_type == TokenType::kUint32;
     EXPECT_TRUE(fs::path(shard.path).filename().string().starts_with("part-")) << shard.path;
@@ -131,7 +131,7 @@ TEST_F(PackTest, VocabSizeIsRecordedAndFixesTheType) {
   const Packed packed = ReadPacked(comm_, dir_ / "vocab");
   EXPECT_EQ(packed.docs, docs);
   for (const ShardInfo& shard : packed.table.shards) {
-    EXPECT_EQ(shard.vocab_size, 100000) << shard.path;
+    EXPECT_EQ(shard.vocabulary->vocab_size, 100000) << shard.path;
     EXPECT_EQ(shard.token_type, TokenType::kUint32) << shard.path;
   }
 }
@@ -161,10 +161,10 @@ TEST_F(PackTest, TextRoundTripThroughTheByteTokenizer) {
   EXPECT_EQ(stats.input_bytes, packed.table.total_tokens());
   for (const ShardInfo& shard : packed.table.shards) {
     EXPECT_EQ(shard.token_type, TokenType::kUint16) << shard.path;
-    EXPECT_EQ(shard.tokenizer, "stoker-bytes-v1") << shard.path;
-    EXPECT_EQ(shard.eos_id, 256) << shard.path;
-    EXPECT_EQ(shard.bos_id, 257) << shard.path;
-    EXPECT_EQ(shard.vocab_size, 258) << shard.path;
+    EXPECT_EQ(shard.vocabulary->tokenizer, "stoker-bytes-v1") << shard.path;
+    EXPECT_EQ(shard.vocabulary->eos_id, 256) << shard.path;
+    EXPECT_EQ(shard.vocabulary->bos_id, 257) << shard.path;
+    EXPECT_EQ(shard.vocabulary->vocab_size, 258) << shard.path;
     EXPECT_TRUE(shard.tokens <= 3000 || shard.docs == 1) << shard.path;
   }
 }
@@ -201,7 +201,7 @@ TEST_F(PackTest, StringFieldIsByteTokenized) {
   EXPECT_EQ(DecodeBytes(packed.docs[0]), "caf\xC3\xA9 \n tab\t");
   EXPECT_EQ(DecodeBytes(packed.docs[1]), "");
   EXPECT_EQ(DecodeBytes(packed.docs[2]), "second \"quoted\"");
-  EXPECT_EQ(packed.table.shards[0].tokenizer, "stoker-bytes-v1");
+  EXPECT_EQ(packed.table.shards[0].vocabulary->tokenizer, "stoker-bytes-v1");
 }
 
 TEST_F(PackTest, ProgressReportsEveryInputByte) {

@@ -94,9 +94,9 @@ TEST_F(SynthTest, CorpusHoldsWhatTheSpecAsks) {
       EXPECT_EQ(shard.path, fmt::format("{}/part-{:05}.h5", asked.name, part));
       EXPECT_EQ(shard.tokens, asked.tokens / 3 + (part < asked.tokens % 3)) << shard.path;
       EXPECT_EQ(shard.token_type, TokenType::kUint16) << shard.path;
-      EXPECT_EQ(shard.vocab_size, 50304) << shard.path;
-      EXPECT_EQ(shard.eos_id, 50303) << shard.path;
-      EXPECT_EQ(shard.tokenizer, "synthetic") << shard.path;
+      EXPECT_EQ(shard.vocabulary->vocab_size, 50304) << shard.path;
+      EXPECT_EQ(shard.vocabulary->eos_id, 50303) << shard.path;
+      EXPECT_EQ(shard.vocabulary->tokenizer, "synthetic") << shard.path;
     }
   }
   // Token values: uniform in [0, vocab - 1), so never the eos id, and spread over the range.
@@ -116,7 +116,7 @@ TEST_F(SynthTest, LargeVocabularyUsesUint32) {
   const CorpusTable table = DiscoverCorpus(comm_, spec.out);
   ASSERT_EQ(table.shards.size(), 1u);
   EXPECT_EQ(table.shards[0].token_type, TokenType::kUint32);
-  EXPECT_EQ(table.shards[0].eos_id, 99999);
+  EXPECT_EQ(table.shards[0].vocabulary->eos_id, 99999);
 }
 
 TEST_F(SynthTest, SameSpecSameBytesWhateverTheRanks) {
@@ -155,9 +155,9 @@ TEST_F(SynthTest, UniqueTokensAreAllDistinct) {
   std::vector<char> seen(total, 0);
   for (const ShardInfo& shard : table.shards) {
     EXPECT_EQ(shard.token_type, TokenType::kUint32) << shard.path;
-    EXPECT_EQ(shard.vocab_size, static_cast<int64_t>(total + 2)) << shard.path;
-    EXPECT_EQ(shard.eos_id, static_cast<int64_t>(total)) << shard.path;
-    EXPECT_EQ(shard.bos_id, static_cast<int64_t>(total + 1)) << shard.path;
+    EXPECT_EQ(shard.vocabulary->vocab_size, static_cast<int64_t>(total + 2)) << shard.path;
+    EXPECT_EQ(shard.vocabulary->eos_id, static_cast<int64_t>(total)) << shard.path;
+    EXPECT_EQ(shard.vocabulary->bos_id, static_cast<int64_t>(total + 1)) << shard.path;
     const auto tokens = ReadAllTokens(spec.out, shard);
     for (size_t i = 0; i < tokens.size(); ++i) {
       ASSERT_GE(tokens[i], 0) << shard.path;

@@ -104,10 +104,8 @@ TEST_F(DescribeShardTest, GoodShardGivesItsTableRow) {
   expected.tokens = 6;
   expected.token_type = TokenType::kUint16;
   expected.offsets_signed = false;
-  expected.vocab_size = 65536;
-  expected.eos_id = 0;
-  expected.bos_id = 1;
-  expected.tokenizer = "my tokenizer v2";
+  expected.vocabulary = std::make_shared<const ShardVocabulary>(ShardVocabulary{
+      .vocab_size = 65536, .eos_id = 0, .bos_id = 1, .tokenizer = "my tokenizer v2"});
   expected.checksum = testing::ChecksumOf(docs, TokenType::kUint16);
   EXPECT_EQ(got, expected);
 
@@ -115,8 +113,7 @@ TEST_F(DescribeShardTest, GoodShardGivesItsTableRow) {
   WriteTestShard(dir_ / "plain/p.h5", docs, TokenType::kUint32);
   const ShardCheck plain = DescribeShard(dir_.path(), "plain/p.h5", 0);
   ASSERT_TRUE(plain.info.has_value());
-  EXPECT_FALSE(plain.info->vocab_size || plain.info->eos_id || plain.info->bos_id ||
-               plain.info->tokenizer);
+  EXPECT_EQ(*plain.info->vocabulary, ShardVocabulary{});
   EXPECT_EQ(plain.info->token_type, TokenType::kUint32);
   EXPECT_EQ(plain.info->docs, 4u);
 }
@@ -162,7 +159,7 @@ TEST_F(DescribeShardTest, VocabSizeAboveTheLargestId) {
   const ShardCheck check = DescribeShard(dir_.path(), "web/ok.h5", 0);
   EXPECT_TRUE(check.problems.empty()) << check.problems.front().ToString();
   ASSERT_TRUE(check.info.has_value());
-  EXPECT_EQ(check.info->vocab_size, INT64_MAX);
+  EXPECT_EQ(check.info->vocabulary->vocab_size, INT64_MAX);
 }
 
 TEST_F(DescribeShardTest, TokenizerNotAString) {
