@@ -9,11 +9,25 @@
 
 namespace stoker {
 
+namespace {
+
+RecordedShardView ViewOf(const ShardInfo& s) {
+  return {.path = s.path,
+          .file_bytes = s.file_bytes,
+          .docs = s.docs,
+          .tokens = s.tokens,
+          .token_type = s.token_type,
+          .checksum = s.checksum};
+}
+
+}  // namespace
+
 CorpusRecord RecordOf(const CorpusTable& table) {
   CorpusRecord record{.fingerprint = table.fingerprint};
   record.shards.reserve(table.shards.size());
-  for (const ShardInfo& s : table.shards) {
-    record.shards.push_back({.path = s.path,
+  for (const ShardInfo& shard : table.shards) {
+    const RecordedShardView s = ViewOf(shard);
+    record.shards.push_back({.path = std::string(s.path),
                              .file_bytes = s.file_bytes,
                              .docs = s.docs,
                              .tokens = s.tokens,
@@ -21,6 +35,11 @@ CorpusRecord RecordOf(const CorpusTable& table) {
                              .checksum = s.checksum});
   }
   return record;
+}
+
+std::string EncodedRecordOf(const CorpusTable& table) {
+  return EncodeCorpusRecord(table.fingerprint, table.shards.size(),
+                            [&](uint64_t i) { return ViewOf(table.shards[i]); });
 }
 
 std::optional<CorpusRecord> ReadCorpusRecord(const std::string& step_dir, std::string* bytes) {

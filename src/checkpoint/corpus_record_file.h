@@ -23,6 +23,8 @@ namespace stoker {
 
 // What the record keeps of `table`.
 CorpusRecord RecordOf(const CorpusTable& table);
+// The record of `table`, encoded (EncodeCorpusRecord) with no copy of its rows made.
+std::string EncodedRecordOf(const CorpusTable& table);
 
 // The record of `step_dir`, or nullopt when it has none. Throws IoError (cannot read) or DataError
 // (corrupt), naming the file. With `bytes`, also the file's bytes as read.

@@ -188,9 +188,9 @@ Loader::Impl::Impl(ReplicaGroups groups, const LoaderConfig& config)
       config_(config),
       setup_(SetUpLoader(comm_, &config_)),
       run_(ShareRunId(comm_)),
-      corpus_record_(comm_.rank() == 0 ? std::make_shared<const std::string>(
-                                             EncodeCorpusRecord(RecordOf(setup_.table)))
-                                       : nullptr),
+      corpus_record_(comm_.rank() == 0
+                         ? std::make_shared<const std::string>(EncodedRecordOf(setup_.table))
+                         : nullptr),
       delivered_(StartingState()),
       stream_(MakeStream()) {
   if (!stream_) return;

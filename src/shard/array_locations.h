@@ -11,11 +11,13 @@ namespace stoker {
 
 // One array. When `direct` is true it is stored contiguously, unfiltered and little-endian at
 // `byte_offset` in the file, and may be read with pread; otherwise only through HDF5.
+// Eight bytes: a table of a million shards holds two each.
 struct ArrayLocation {
-  bool direct = false;
-  uint64_t byte_offset = 0;
+  uint64_t direct : 1 = 0;
+  uint64_t byte_offset : 63 = 0;  // a file of up to 2^63 bytes
   bool operator==(const ArrayLocation&) const = default;
 };
+static_assert(sizeof(ArrayLocation) == 8);
 
 // Both arrays of one shard.
 struct ArrayLocations {

@@ -224,20 +224,23 @@ void RequireSameCorpusView(const mpi::Comm& comm, const std::string& root) {
     }
   }
 
+  const auto view_at = [&](size_t i) {
+    return manifest ? ShardView{.path = *paths[i],
+                                .bytes = manifest->files[i].bytes,
+                                .checksum = manifest->shards[i].checksum}
+                    : ReadView(root, *paths[i]);
+  };
+  // This rank's views, kept without a manifest (read from the files, for a refusal to show);
+  // with one, made again from it for a refusal: a million of them need not be held.
   std::vector<ShardView> mine;
   Fingerprint fingerprint = {0, 0};
   mpi::FailTogether(comm, [&] {
     for (size_t i = group.rank(); i < paths.size(); i += group.size()) {
-      if (manifest) {
-        mine.push_back({.path = *paths[i],
-                        .bytes = manifest->files[i].bytes,
-                        .checksum = manifest->shards[i].checksum});
-      } else {
-        mine.push_back(ReadView(root, *paths[i]));
-      }
+      ShardView view = view_at(i);
       ByteWriter out;
-      Encode(mine.back(), &out);
+      Encode(view, &out);
       AddTo(&fingerprint, out.bytes());
+      if (!manifest) mine.push_back(std::move(view));
     }
     if (group.rank() != 0) return;
     ByteWriter out;  // what the listing found besides shards: its datasets and problems
@@ -255,6 +258,9 @@ void RequireSameCorpusView(const mpi::Comm& comm, const std::string& root) {
   if (extremes[0] == ~extremes[2] && extremes[1] == ~extremes[3]) {
     if (manifest) KeepCheckedManifest(root, std::move(*manifest));  // for discovery, next
     return;
+  }
+  if (manifest) {
+    for (size_t i = group.rank(); i < paths.size(); i += group.size()) mine.push_back(view_at(i));
   }
   RefuseViews(comm, group, root, mine, fingerprint);
 }

@@ -31,17 +31,59 @@ constexpr uint32_t kVersion = 2;  // 1: one block, read whole
 
 using Stamp = ManifestStamp;
 
-// None when it cannot be examined.
-std::optional<Stamp> StampAt(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+std::string PathOf(const std::string& root, const std::string& rel) {
+  return rel.empty() ? root : root + "/" + rel;
+}
+
+Stamp StampFrom(const struct stat& st) {
   const FileStamp stamp = StampOf(st);
   return Stamp{.bytes = S_ISDIR(st.st_mode) ? 0 : stamp.bytes, .modified_ns = stamp.modified_ns};
 }
 
-std::string PathOf(const std::string& root, const std::string& rel) {
-  return rel.empty() ? root : root + "/" + rel;
+// None when it cannot be examined (errno says why).
+std::optional<Stamp> StampAt(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return StampFrom(st);
 }
+
+// Stamps of the files under a root, one after another, each looked up from its folder, held open
+// while the files come from it: a corpus's shards, in order, share folders, and a million stats
+// then walk one name each instead of the whole path.
+class Stamper {
+ public:
+  explicit Stamper(std::string root) : root_(std::move(root)) {}
+  ~Stamper() { Close(); }
+  Stamper(const Stamper&) = delete;
+  Stamper& operator=(const Stamper&) = delete;
+
+  // The stamp of ROOT/`rel`; none when it cannot be examined (errno says why).
+  std::optional<Stamp> At(std::string_view rel) {
+    const size_t slash = rel.rfind('/');
+    const std::string_view folder = rel.substr(0, slash == std::string_view::npos ? 0 : slash);
+    if (fd_ < 0 || folder != folder_) {
+      Close();
+      folder_ = folder;
+      fd_ = ::open(PathOf(root_, folder_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
+    const std::string name(slash == std::string_view::npos ? rel : rel.substr(slash + 1));
+    struct stat st {};
+    if (fd_ >= 0 ? ::fstatat(fd_, name.c_str(), &st, 0) != 0
+                 : ::stat(PathOf(root_, std::string(rel)).c_str(), &st) != 0) {
+      return std::nullopt;
+    }
+    return StampFrom(st);
+  }
+
+ private:
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+  std::string root_, folder_;
+  int fd_ = -1;
+};
 
 std::string ManifestPath(const std::string& root) { return root + "/" + kManifestName; }
 
@@ -355,9 +397,10 @@ void CheckFolders(const std::string& root, const Manifest& m) {
 std::vector<Problem> CheckFiles(const mpi::Comm& comm, const std::string& root, const Manifest& m,
                                 uint64_t* touched) {
   std::vector<Problem> problems;
+  Stamper stamper(root);
   for (size_t i = comm.rank(); i < m.shards.size(); i += comm.size()) {
     const std::string& path = m.shards[i].path;
-    const std::optional<Stamp> now = StampAt(PathOf(root, path));
+    const std::optional<Stamp> now = stamper.At(path);
     const Stamp& was = m.files[i];
     if (!now) {
       problems.push_back({path, "", std::nullopt, fmt::format("gone ({})", std::strerror(errno))});

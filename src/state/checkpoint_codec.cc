@@ -229,7 +229,7 @@ std::string EncodeCheckpoint(const RankCheckpoint& c) {
       for (uint64_t p : positions) payload.U(p);
     }
   }
-  return FrameFile(kCheckpointMagic, version, payload.bytes());
+  return FrameFile(kCheckpointMagic, version, std::move(payload.bytes()));
 }
 
 RankCheckpoint DecodeCheckpoint(std::string_view bytes, const std::string& source) {

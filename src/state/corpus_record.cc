@@ -46,15 +46,17 @@ RecordedShard GetShard(FieldReader* r, std::string_view previous_path, uint32_t 
 
 }  // namespace
 
-std::string EncodeCorpusRecord(const CorpusRecord& record) {
+std::string EncodeCorpusRecord(std::string_view fingerprint, uint64_t shards,
+                               const std::function<RecordedShardView(uint64_t)>& shard_at) {
   FieldWriter payload;
-  payload.Str(record.fingerprint);
-  payload.U(record.shards.size());
+  payload.Str(fingerprint);
+  payload.U(shards);
   std::string_view previous;
-  for (const RecordedShard& s : record.shards) {
+  for (uint64_t i = 0; i < shards; ++i) {
+    const RecordedShardView s = shard_at(i);
     const size_t shared = SharedPrefix(previous, s.path);
     payload.U(shared);
-    payload.Str(std::string_view(s.path).substr(shared));
+    payload.Str(s.path.substr(shared));
     payload.U(s.file_bytes);
     payload.U(s.docs);
     payload.U(s.tokens);
@@ -63,7 +65,19 @@ std::string EncodeCorpusRecord(const CorpusRecord& record) {
     if (s.checksum) payload.U(*s.checksum);
     previous = s.path;
   }
-  return FrameFile(kCorpusRecordMagic, kCorpusRecordFormatVersion, payload.bytes());
+  return FrameFile(kCorpusRecordMagic, kCorpusRecordFormatVersion, std::move(payload.bytes()));
+}
+
+std::string EncodeCorpusRecord(const CorpusRecord& record) {
+  return EncodeCorpusRecord(record.fingerprint, record.shards.size(), [&](uint64_t i) {
+    const RecordedShard& s = record.shards[i];
+    return RecordedShardView{.path = s.path,
+                             .file_bytes = s.file_bytes,
+                             .docs = s.docs,
+                             .tokens = s.tokens,
+                             .token_type = s.token_type,
+                             .checksum = s.checksum};
+  });
 }
 
 CorpusRecord DecodeCorpusRecord(std::string_view bytes, const std::string& source) {

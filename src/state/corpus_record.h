@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,6 +45,20 @@ struct CorpusRecord {
 };
 
 std::string EncodeCorpusRecord(const CorpusRecord& record);
+
+// One shard's fields as a record keeps them, seen where they are held (a corpus table's row).
+struct RecordedShardView {
+  std::string_view path;
+  uint64_t file_bytes = 0;
+  uint64_t docs = 0;
+  uint64_t tokens = 0;
+  TokenType token_type = TokenType::kUint32;
+  std::optional<uint64_t> checksum;
+};
+// The record of `shards` shards, the i-th `shard_at(i)`, encoded with no copy of them made: what a
+// loader of a million shards writes (20 MB) without holding a CorpusRecord beside its table.
+std::string EncodeCorpusRecord(std::string_view fingerprint, uint64_t shards,
+                               const std::function<RecordedShardView(uint64_t)>& shard_at);
 
 // Throws DataError naming `source` (a file name) when the bytes are not a valid corpus record.
 CorpusRecord DecodeCorpusRecord(std::string_view bytes, const std::string& source);

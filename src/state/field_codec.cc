@@ -94,15 +94,19 @@ void FieldReader::Need(uint64_t n) const {
   if (n > left()) Fail("it ends early");
 }
 
-std::string FrameFile(std::string_view magic, uint32_t version, std::string_view payload) {
+std::string FrameFile(std::string_view magic, uint32_t version, std::string payload) {
   STOKER_ASSERT(magic.size() == 8, "a magic of {} bytes", magic.size());
-  FieldWriter file;
-  file.bytes().append(magic);
-  file.Fixed(version, 4);
-  file.Fixed(payload.size(), 8);
-  file.bytes() += payload;
-  file.Fixed(XXH3_64bits(file.bytes().data(), file.bytes().size()), 8);
-  return std::move(file.bytes());
+  FieldWriter header;
+  header.bytes().append(magic);
+  header.Fixed(version, 4);
+  header.Fixed(payload.size(), 8);
+  std::string file = std::move(payload);  // framed where it lies: a 20 MB record is not copied
+  file.reserve(header.bytes().size() + file.size() + 8);
+  file.insert(0, header.bytes());
+  FieldWriter checksum;
+  checksum.Fixed(XXH3_64bits(file.data(), file.size()), 8);
+  file += checksum.bytes();
+  return file;
 }
 
 FieldReader UnframeFile(std::string_view bytes, std::string_view magic, uint32_t oldest,

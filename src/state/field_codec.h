@@ -61,8 +61,9 @@ class FieldReader {
   size_t pos_ = 0;
 };
 
-// The whole file: `magic` (8 characters), `version`, `payload`, checksum.
-std::string FrameFile(std::string_view magic, uint32_t version, std::string_view payload);
+// The whole file: `magic` (8 characters), `version`, `payload`, checksum; made in `payload`'s
+// own buffer.
+std::string FrameFile(std::string_view magic, uint32_t version, std::string payload);
 
 // A reader of the payload of `bytes`, after checking the magic, the version (one outside
 // [oldest, newest] is refused, naming it; `*version` receives it), the length against the size
