@@ -20,11 +20,13 @@ uint64_t DealtLanes(const RankState& old, uint32_t d) {
 }
 
 // The dealt datasets' part of the split: a part for every new rank, each with the old lane's
-// position in every dealt dataset (all of them, if the state is still to be dealt again), the
-// part for new rank k from old rank k mod W a state to deal again from, the open units of dealt
-// datasets to the new ranks in turn.
-void SplitDealt(const RankState& old, uint64_t old_rank, uint64_t new_world,
-                std::vector<RescalePart>* parts) {
+// position in every dealt dataset and, in the part for new rank k from old rank k mod W, a state
+// to deal again from; the open units of dealt datasets to the new ranks in turn. A state still to
+// be dealt again holds every lane of the dealing before it (the same on every old rank): only the
+// old rank that owns a new rank's first logical shard sends them and a state to deal from, so
+// that a new rank gets them once, not once per old rank (W x W' x the lanes before in all).
+void SplitDealt(const RankState& old, uint64_t old_rank, uint64_t logical_shards,
+                uint64_t new_world, std::vector<RescalePart>* parts) {
   std::vector<uint32_t> dealt;
   for (uint32_t d = 0; d < old.datasets; ++d) {
     if (DealtLanes(old, d) > 0) dealt.push_back(d);
@@ -44,17 +46,20 @@ void SplitDealt(const RankState& old, uint64_t old_rank, uint64_t new_world,
   for (RescalePart& part : all) {
     part.positions.resize(old.datasets);
     part.from.resize(old.datasets);
+    const bool first_owner =
+        old.shards.contains(OwnedLogicalShards(logical_shards, new_world, part.new_rank).begin);
     for (uint32_t d : dealt) {
       const uint64_t lanes = DealtLanes(old, d);
-      const bool pending = d < old.redeal.size() && !old.redeal[d].empty();
-      if (pending) {
+      if (d < old.redeal.size() && !old.redeal[d].empty()) {  // still to be dealt again
+        if (!first_owner) continue;
         for (uint64_t l = 0; l < lanes; ++l) part.positions[d].emplace_back(l, old.redeal[d][l]);
-      } else {
-        part.positions[d].emplace_back(old_rank, old.lane.dealers[d].position);
+        part.from[d] = old.lane.dealers[d];
+        continue;
       }
+      part.positions[d].emplace_back(old_rank, old.lane.dealers[d].position);
       if (part.new_rank % lanes == old_rank) {
         const auto& earlier = old.lane.earlier[d];
-        part.from[d] = pending || earlier.empty() ? old.lane.dealers[d] : earlier.front();
+        part.from[d] = earlier.empty() ? old.lane.dealers[d] : earlier.front();
       }
     }
   }
@@ -62,6 +67,13 @@ void SplitDealt(const RankState& old, uint64_t old_rank, uint64_t new_world,
   for (const OpenUnit& open : old.lane.open) {
     if (DealtLanes(old, open.unit.dataset) > 0) all[turn++ % new_world].open.push_back(open);
   }
+  // Parts that carry nothing (only a state still to be dealt again is dealt, and this old rank
+  // neither owns the new rank's first shard nor has shards or open units for it) are not sent.
+  std::erase_if(all, [](const RescalePart& part) {
+    return part.shards.empty() && part.open.empty() && part.unfinished.empty() &&
+           std::all_of(part.positions.begin(), part.positions.end(),
+                       [](const auto& pairs) { return pairs.empty(); });
+  });
   *parts = std::move(all);
 }
 
@@ -150,7 +162,7 @@ std::vector<RescalePart> SplitState(const RankState& old, uint64_t old_rank,
     part_of(open.unit.dealt.position).open.push_back(open);
   }
   for (const UnfinishedDoc& doc : old.unfinished) part_of(doc.shard).unfinished.push_back(doc);
-  SplitDealt(old, old_rank, new_world, &parts);
+  SplitDealt(old, old_rank, logical_shards, new_world, &parts);
   return parts;
 }
 

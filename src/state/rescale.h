@@ -10,7 +10,8 @@
 // shard: every new rank gets every old lane's position in it and one state of the old dealing at
 // or before them, with which its planner deals the stream again (RankState::redeal), and its
 // open documents go to the new ranks in turn (with a dealt dataset every old rank sends a part to
-// every new rank: W x W' parts of a few numbers a dealt dataset). A new rank assembles its state
+// every new rank: W x W' parts of a few numbers a dealt dataset; from a state still to be dealt
+// again, each new rank gets the old lanes' positions once). A new rank assembles its state
 // from the parts it receives: its shards' cursors as they stood, the step and clock, the generation
 // plus one (a new interleaving), the open documents in (old rank, old order) order (each goes on
 // from where it stood), and the summed started tokens, by which its walk of each dataset keeps to
@@ -41,9 +42,10 @@ struct RescalePart {
                                           // datasets: to the new ranks in turn)
   std::vector<UnfinishedDoc> unfinished;  // the same, from a file of format 1 to 4
   // Per dataset, for one dealt to the ranks (else empty): the (old lane, position) pairs this
-  // part knows (the old rank's own; or, from a state still to be dealt again, all of them), and
-  // in the part for new rank k from old rank k mod W a state of the old dealing at or before the
-  // old lanes' positions (its oldest earlier one) to deal again from.
+  // part knows (the old rank's own, and in the part for new rank k from old rank k mod W a state
+  // of the old dealing at or before the old lanes' positions, its oldest earlier one, to deal
+  // again from; or, from a state still to be dealt again, all of them and its state to deal from,
+  // only in the part from the old rank that owns the new rank's first logical shard).
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> positions;
   std::vector<std::optional<DealerState>> from;
   bool operator==(const RescalePart&) const = default;

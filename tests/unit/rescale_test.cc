@@ -133,6 +133,32 @@ TEST(Rescale, ADealtDatasetExactlyOnceAcrossWorldSizes) {
 }
 
 // Jumps, a dataset left out for a while and ramps, rescaled before, during and after them.
+// A state still to be dealt again (rescaled, then saved before its first batch) rescaled again:
+// each new rank gets the old lanes' positions and a state to deal from once, from the old rank
+// that owns its first logical shard, also where the world before was the larger (4 -> 2 -> 4:
+// there is no old rank k mod 4 to send new ranks 2 and 3 a state, as there was to be).
+TEST(Rescale, ADealtDatasetStillToBeDealtAgainGoesOnceToEachNewRank) {
+  ExpectExactlyOnceAcross({4, 2, 4}, {13, 0}, Constant({3, 2, 1}), true);
+  ExpectExactlyOnceAcross({5, 3, 7, 2}, {13, 0, 0}, Constant({1, 1, 4}), true);
+  const FakeCorpus corpus = FakeCorpus::Make({1500, 400, 90}, 11, 40);
+  EpochZeroCounter counter(corpus);
+  const std::vector<RankState> pending =
+      Rescale(Stream(corpus, Constant({3, 2, 1}), Fresh(6, 3), 13, &counter, true), 3, 3);
+  ASSERT_EQ(pending[0].redeal.size(), 3u);
+  ASSERT_EQ(pending[0].redeal[2].size(), 6u);
+  uint64_t pairs = 0, parts = 0, from = 0;
+  for (uint64_t r = 0; r < 3; ++r) {
+    for (const RescalePart& part : SplitState(pending[r], r, kShards, 40)) {
+      ++parts;
+      pairs += part.positions[2].size();
+      from += part.from[2].has_value();
+    }
+  }
+  EXPECT_EQ(pairs, 40u * 6) << "the 6 old lanes' positions once to each of 40 new ranks";
+  EXPECT_EQ(from, 40u);
+  EXPECT_LE(parts, 40u + 3) << "no part that carries nothing";
+}
+
 TEST(Rescale, ExactlyOnceAcrossWorldSizesWhileTheWeightsChange) {
   const MixSchedule schedule({{.step = 0, .weights = {0.5, 0.3, 0.2}},
                               {.step = 5, .weights = {0.0, 0.2, 0.8}},
