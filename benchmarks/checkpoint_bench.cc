@@ -9,9 +9,10 @@
 //   bench_checkpoint restore  --data CORPUS --dir CKPT [--repeat 5]
 //       Times Loader construction resuming from the newest step in CKPT (whatever world saved
 //       it) beside a fresh construction on the same corpus, median and max over ranks.
-//   bench_checkpoint rescale  [--from 4096] [--to 3000] [--shards 65536] [--datasets 3]
-//       One process: the pure redistribution of a simulated FROM-rank state to TO ranks (split,
-//       encode, decode, assemble), beside copying the same cursors (the floor).
+//   bench_checkpoint plan     [--world 16384] [--shards 16777216] [--dealt-docs 0] ...
+//   bench_checkpoint rescale  [--from 4096] [--to 3000] [--shards 65536] [--datasets 3] ...
+//       One process, no MPI: a large world's planning and rescale, rank by rank
+//       (benchmarks/checkpoint_scale.h).
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -24,9 +25,8 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_store.h"
+#include "checkpoint_scale.h"
 #include "mpi/comm.h"
-#include "order/random.h"
-#include "state/rescale.h"
 #include "stoker/checkpoint.h"
 #include "stoker/loader.h"
 #include "stoker/program/log.h"
@@ -48,7 +48,6 @@ double Median(std::vector<double> v) {
 struct Options {
   std::string mode, data, dir;
   int steps = 20, repeat = 20;
-  uint64_t from = 4096, to = 3000, shards = 65536, datasets = 3;
 };
 
 std::string Flag(int argc, char** argv, const char* name, const std::string& fallback) {
@@ -137,49 +136,6 @@ void Restore(const mpi::Comm& comm, const Options& o) {
   }
 }
 
-// A plausible state of old rank `r`: cursors at a position and one past it, a document open.
-RankState SimulatedState(const Options& o, uint64_t r) {
-  RankState s = InitialRankState(o.datasets, o.shards, o.from, r);
-  CounterRng rng(DeriveKey(1, "bench", r));
-  for (ShardCursor& c : s.cursors) c = {0, 40 + rng.NextBelow(2), 0};
-  for (uint64_t& d : s.lane.started) d = 1000000 + rng.NextBelow(1000);
-  if (!s.shards.empty()) {
-    s.lane.open.push_back({.unit = {.dataset = 0,
-                                    .dealt = {.position = s.shards.begin, .unit = 40, .size = 900},
-                                    .due = 1000.5},
-                           .done = 7});
-  }
-  s.step = 1000;
-  return s;
-}
-
-void Rescale(const Options& o) {
-  std::vector<RankState> old;
-  for (uint64_t r = 0; r < o.from; ++r) old.push_back(SimulatedState(o, r));
-  auto start = Clock::now();
-  std::vector<std::vector<RescalePart>> parts(o.to);
-  for (uint64_t r = 0; r < o.from; ++r) {
-    for (const RescalePart& part : SplitState(old[r], r, o.shards, o.to)) {
-      parts[part.new_rank].push_back(DecodeRescalePart(EncodeRescalePart(part)));
-    }
-  }
-  const double exchange = Seconds(start);
-  start = Clock::now();
-  uint64_t cursors = 0;
-  for (uint64_t n = 0; n < o.to; ++n) {
-    cursors += AssembleState(std::move(parts[n]), o.datasets, o.shards, o.to, n).cursors.size();
-  }
-  const double assemble = Seconds(start);
-  start = Clock::now();
-  std::vector<ShardCursor> copy;
-  for (const RankState& s : old) copy.insert(copy.end(), s.cursors.begin(), s.cursors.end());
-  const double floor = Seconds(start);
-  fmt::print(
-      "rescale from={} to={} shards={} datasets={} cursors={} split_encode_decode_s={:.3f} "
-      "assemble_s={:.3f} total_s={:.3f} copy_floor_s={:.4f}\n",
-      o.from, o.to, o.shards, o.datasets, cursors, exchange, assemble, exchange + assemble, floor);
-}
-
 }  // namespace
 }  // namespace stoker
 
@@ -187,7 +143,7 @@ int main(int argc, char** argv) {
   using stoker::Options;
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
     std::puts(
-        "usage: bench_checkpoint save|restore|rescale [flags] (see the top of "
+        "usage: bench_checkpoint save|restore|plan|rescale [flags] (see the top of "
         "benchmarks/checkpoint_bench.cc)");
     return argc < 2 ? 2 : 0;
   }
@@ -197,12 +153,25 @@ int main(int argc, char** argv) {
   o.dir = stoker::Flag(argc, argv, "--dir", "/tmp/stoker-bench-ckpt");
   o.steps = std::stoi(stoker::Flag(argc, argv, "--steps", "20"));
   o.repeat = std::stoi(stoker::Flag(argc, argv, "--repeat", o.mode == "restore" ? "5" : "20"));
-  o.from = std::stoull(stoker::Flag(argc, argv, "--from", "4096"));
-  o.to = std::stoull(stoker::Flag(argc, argv, "--to", "3000"));
-  o.shards = std::stoull(stoker::Flag(argc, argv, "--shards", "65536"));
-  o.datasets = std::stoull(stoker::Flag(argc, argv, "--datasets", "3"));
+  stoker::ScaleOptions scale;
+  const auto number = [&](const char* flag, uint64_t fallback) {
+    return std::stoull(stoker::Flag(argc, argv, flag, std::to_string(fallback)));
+  };
+  scale.world = number("--world", scale.world);
+  scale.shards = number("--shards", o.mode == "plan" ? uint64_t{1} << 24 : scale.shards);
+  scale.datasets = number("--datasets", scale.datasets);
+  scale.dealt_docs = number("--dealt-docs", 0);
+  scale.dealt = number("--dealt", 0) != 0;
+  scale.sample = number("--sample", o.mode == "plan" ? 16 : 8);
+  scale.steps = number("--steps", 4);
+  scale.from = number("--from", scale.from);
+  scale.to = number("--to", scale.to);
+  if (o.mode == "plan") {
+    stoker::PlanAtScale(scale);
+    return 0;
+  }
   if (o.mode == "rescale") {
-    stoker::Rescale(o);
+    stoker::RescaleAtScale(scale);
     return 0;
   }
   stoker::mpi::Session session(&argc, &argv);
