@@ -85,6 +85,22 @@ TEST(CheckpointCodec, RoundTrips) {
   EXPECT_THROW(DecodeCheckpoint(EncodeCheckpoint(pending), "f"), DataError);
 }
 
+// Counts beyond 32 bits round trip: a logical shard's cursor of more than 2^32 documents and
+// epochs, an interleaving as long, 10^14 started tokens (100 T), a step beyond 2^32.
+TEST(CheckpointCodec, CountsBeyond32BitsRoundTrip) {
+  RankCheckpoint c = SomeCheckpoint();
+  constexpr uint64_t kBig = (uint64_t{1} << 32) + 3;
+  ASSERT_GE(c.state.cursors.size(), 2 * c.state.datasets);
+  c.state.step = kBig;
+  c.state.cursors[0] = {.epoch = kBig, .position = 5 * kBig};
+  c.state.cursors[c.state.datasets] = {.epoch = kBig, .position = 3 * kBig};
+  c.state.cursors[1] = {.epoch = 0, .position = uint64_t{1} << 62};
+  c.state.interleave[0] = {.cycle = kBig, .index = 7 * kBig};
+  ASSERT_FALSE(c.state.lane.started.empty());
+  c.state.lane.started[0] = uint64_t{100'000'000'000'000};
+  EXPECT_EQ(DecodeCheckpoint(EncodeCheckpoint(c), "f"), c);
+}
+
 // The payload of a file of version 2, 3 or 4 (the mixer by deficits): `c` with its started tokens,
 // `deficit` for every dataset, its unfinished documents; version 2 without the run identity, 3
 // without the layout.

@@ -49,5 +49,30 @@ TEST(DatasetOrder, SlicesCutEveryEpochIntoTheLogicalShards) {
   EXPECT_EQ(next, 100u);
 }
 
+// A dataset of more documents than 32 bits count (10^11: stoker's aim): the logical shards'
+// slices still tile it, and positions and documents above 2^32 map one to one, inside it.
+TEST(DatasetOrder, ADatasetOfMoreThan2To32DocumentsIsOrderedWhole) {
+  constexpr uint64_t kDocs = uint64_t{100'000'000'000} + 7;
+  constexpr uint64_t kShards = 65536;
+  const DatasetOrder order(7, "web", kDocs, kShards);
+  EXPECT_EQ(order.Slice(0).begin, 0u);
+  EXPECT_EQ(order.Slice(kShards - 1).end, kDocs);
+  for (uint64_t shard : {uint64_t{0}, uint64_t{4095}, kShards - 2}) {
+    EXPECT_EQ(order.Slice(shard).end, order.Slice(shard + 1).begin);
+    EXPECT_TRUE(order.Slice(shard).size() == kDocs / kShards ||
+                order.Slice(shard).size() == kDocs / kShards + 1);
+  }
+  const Permutation epoch = order.Epoch(3);
+  uint64_t above = 0;
+  for (uint64_t i = 0; i < 1000; ++i) {
+    const uint64_t position = kDocs - 1 - i * 99'999'989;
+    const uint64_t doc = epoch.At(position);
+    EXPECT_LT(doc, kDocs);
+    EXPECT_EQ(epoch.Inverse(doc), position);
+    above += doc >> 32 != 0;
+  }
+  EXPECT_GT(above, 900u);  // 96% of the documents lie above 2^32
+}
+
 }  // namespace
 }  // namespace stoker

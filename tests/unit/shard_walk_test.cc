@@ -11,6 +11,7 @@
 #include "common/fake_corpus.h"
 #include "mixing/lane.h"
 #include "mixing/mix_clock.h"
+#include "order/order.h"
 
 namespace stoker {
 namespace {
@@ -83,6 +84,34 @@ TEST(WalkedUnits, PeekMovesNothing) {
     EXPECT_EQ(peeked.size, length == 0 ? 0 : length + 2);
     units.Advance(0);
     EXPECT_NE(state, before);
+  }
+}
+
+// One logical shard of more than 2^32 documents (a 10^11-document dataset on few logical shards):
+// the walk reads the document at a cursor beyond 32 bits, moves it on, and at the slice's end
+// wraps the shard into its next epoch.
+TEST(ShardWalk, CursorsBeyond32BitsMoveOnAndWrap) {
+  constexpr uint64_t kDocs = 3 * (uint64_t{1} << 32) + 5;
+  constexpr uint64_t kAt = (uint64_t{1} << 32) + 9;
+  PlannerConfig config{.seed = 7, .logical_shards = 1, .world = 1, .rank = 0, .row_tokens = 97};
+  config.datasets.push_back({.name = "web", .docs = kDocs, .tokens = 4 * kDocs});
+  config.schedule = MixSchedule::Constant(MixSchedule::Normalized({1}));
+  RankState state = InitialRankState(1, 1, 1, 0);
+  const ShardWalk walk(config, state);
+  EXPECT_EQ(walk.rank_docs(0), kDocs);
+  const DatasetOrder order(7, "web", kDocs, 1);
+  for (const uint64_t at : {kAt, kDocs - 1}) {
+    state.cursor(0, 0).position = at;
+    ShardWalk::Position position = walk.Start(state);
+    EXPECT_EQ(walk.NextShard(state, position, 0), 0u);
+    EXPECT_EQ(walk.DocumentAt(state, 0, 0), order.Epoch(0).At(at));
+    walk.Advance(state, position, 0, 0);
+    if (at == kAt) {
+      EXPECT_EQ(state.cursor(0, 0), (ShardCursor{.epoch = 0, .position = kAt + 1}));
+    } else {
+      EXPECT_EQ(state.cursor(0, 0), (ShardCursor{.epoch = 1, .position = 0}));
+      EXPECT_EQ(position.least_epoch[0], 1u);
+    }
   }
 }
 
