@@ -47,7 +47,8 @@ Command SetupManifest(CLI::App& app) {
       "inspect, audit) then reads it instead of listing the tree and opening every file, and "
       "checks it against the files at every start: a shard added, gone, of another size, or "
       "rewritten with other metadata makes it refuse the manifest as stale, naming the files "
-      "(write it again with this command, or remove it). stoker pack and stoker import write one "
+      "(write it again with this command, or remove it); so is a manifest of an earlier format. "
+      "stoker pack and stoker import write one "
       "too. A corpus with problems gets none (exit 1, naming them).");
   sub->add_option("corpus", *corpus,
                   "Corpus folder: one subfolder per dataset, *.h5 shards below each")
