@@ -160,6 +160,9 @@ class Loader {
   void Save(const std::string& step_dir);
   // Waits for the last Save's file to be written; rethrows its error.
   void WaitForSave();
+  // WaitForSave(), waiting at most `timeout`: false when the file is still being written then
+  // (a trainer's thread that must react to signals while storage is slow waits in slices).
+  bool TryWaitForSave(std::chrono::milliseconds timeout);
   // This rank's state after the last batch Next() returned, as its rank file would hold it (a
   // few KB: a cursor per owned logical shard and dataset): for a trainer that keeps the loader's
   // state in its own checkpoint. LoaderConfig::resume_state goes on from it on as many ranks; on

@@ -1,5 +1,6 @@
 #include "checkpoint/checkpoint_step.h"
 
+#include <filesystem>
 #include <optional>
 
 #include "base/check.h"
@@ -125,6 +126,10 @@ std::vector<StepFolder> ListStepFoldersAsResumeSeesThem(
 
 CheckpointStep OpenCheckpointStep(const std::string& step_dir,
                                   const std::vector<std::string>& required_files) {
+  std::error_code error;
+  STOKER_CHECK(std::filesystem::is_directory(step_dir, error), ConfigError,
+               "checkpoint {} is missing: {}", step_dir,
+               std::filesystem::exists(step_dir, error) ? "not a folder" : "no such folder");
   const StepFolder folder = DescribeStepFolder(step_dir, required_files);
   STOKER_CHECK(folder.complete(), ConfigError, "checkpoint {} is incomplete: {}", step_dir,
                fmt::join(folder.problems, "; "));

@@ -41,6 +41,13 @@ void CheckpointWriter::Wait() {
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
+bool CheckpointWriter::WaitFor(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  if (!changed_.wait_for(lock, timeout, [&] { return !job_ && !busy_; })) return false;
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  return true;
+}
+
 // The same bytes as the last save's first file: a second name of that file, where the file
 // system makes one, instead of its bytes again (a corpus record of a million shards is 20 MB).
 void CheckpointWriter::WriteFirstFile(const FirstFile& first) {

@@ -8,6 +8,7 @@
 // the last write and logs its error. Submit/Wait from one thread (the trainer's).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <memory>
@@ -40,6 +41,8 @@ class CheckpointWriter {
   void Submit(std::string path, RankCheckpoint snapshot, std::optional<FirstFile> first = {});
   // Waits until the last submitted file is written; rethrows its error.
   void Wait();
+  // Wait(), waiting at most `timeout`: false when the file is still being written then.
+  bool WaitFor(std::chrono::milliseconds timeout);
 
  private:
   struct Job {

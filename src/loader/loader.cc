@@ -119,6 +119,7 @@ class Loader::Impl {
   bool InForkedChild() const { return getpid() != pid_; }
   void Save(const std::string& step_dir);
   void WaitForSave() { writer_.Wait(); }
+  bool TryWaitForSave(std::chrono::milliseconds timeout) { return writer_.WaitFor(timeout); }
   std::string EncodedState() const { return EncodeCheckpoint(Snapshot()); }
   void SetWeights(const std::map<std::string, double>& weights);
   MixingShares Shares(bool since_step_zero) const;
@@ -504,6 +505,10 @@ std::string Loader::EncodedState() const {
 void Loader::WaitForSave() {
   impl_->CheckProcess();
   impl_->WaitForSave();
+}
+bool Loader::TryWaitForSave(std::chrono::milliseconds timeout) {
+  impl_->CheckProcess();
+  return impl_->TryWaitForSave(timeout);
 }
 uint64_t Loader::step() const { return impl_->delivered().step; }
 

@@ -1,10 +1,9 @@
 #include "py_loader.h"
 
+#include <fmt/format.h>
 #include <pybind11/numpy.h>
 
-#include <condition_variable>
 #include <memory>
-#include <thread>
 
 #include "stoker/error.h"
 
@@ -26,72 +25,69 @@ py::object Owning(std::vector<T>&& values, std::vector<py::ssize_t> shape) {
   return py::array_t<T>(std::move(shape), data, free);
 }
 
-// The rows of `tokens` (int64 [rows, row_tokens]) from column `first`, row_tokens - 1 wide: a
-// view that keeps `tokens` alive.
-py::object RowsFrom(const py::object& tokens, py::ssize_t first) {
+// The rows of `tokens` (int64 [rows, row_tokens]) without their last column: a view that keeps
+// `tokens` alive.
+py::object InputsView(const py::object& tokens) {
   if (tokens.is_none()) return py::none();
   const auto rows = py::array_t<int64_t>::ensure(tokens);
   const py::ssize_t width = rows.shape(1) - 1;
   return py::array_t<int64_t>({rows.shape(0), width}, {rows.strides(0), rows.strides(1)},
-                              rows.data() + first, tokens);
+                              rows.data(), tokens);
 }
 
-// The loaders ending on threads of their own.
-struct Ending {
-  std::mutex mutex;
-  std::condition_variable ended;
-  uint64_t running = 0;
-};
-
-Ending& EndingLoaders() {
-  static Ending* ending = new Ending;  // never destroyed: a thread may end after static teardown
-  return *ending;
+// The labels of rows of `row_tokens` tokens: each row without its first token, in a buffer of
+// their own (a trainer masks them in place, labels[loss_mask == 0] = -100, and its input_ids,
+// views of the rows, stay as they were).
+std::vector<int64_t> LabelsOf(const std::vector<int64_t>& tokens, size_t row_tokens) {
+  if (row_tokens == 0) return {};
+  std::vector<int64_t> labels;
+  labels.reserve(tokens.size() / row_tokens * (row_tokens - 1));
+  for (auto row = tokens.begin(); row != tokens.end(); row += row_tokens) {
+    labels.insert(labels.end(), row + 1, row + row_tokens);
+  }
+  return labels;
 }
 
 }  // namespace
 
-void EndOnItsOwnThread(std::unique_ptr<Loader> loader) {
-  if (!loader) return;
-  Ending& ending = EndingLoaders();
-  {
-    std::lock_guard lock(ending.mutex);
-    ++ending.running;
-  }
-  std::thread([loader = std::move(loader), &ending]() mutable {
-    loader.reset();
-    std::lock_guard lock(ending.mutex);
-    --ending.running;
-    ending.ended.notify_all();
-  }).detach();
-}
-
-void WaitForEndedLoaders() {
-  py::gil_scoped_release release;
-  Ending& ending = EndingLoaders();
-  std::unique_lock lock(ending.mutex);
-  ending.ended.wait(lock, [&] { return ending.running == 0; });
-}
-
 MPI_Comm CommOf(int64_t fortran_handle) {
   return MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_handle));
-}
-
-void RunSignalHandlers() {
-  py::gil_scoped_acquire gil;
-  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
 }
 
 PyLoader::PyLoader(int64_t comm, const LoaderConfig& config, std::string trace_dir)
     : comm_(comm),
       config_(config),
       trace_dir_(std::move(trace_dir)),
-      loader_(std::make_unique<Loader>(CommOf(comm), config)) {}
+      loader_(Leavable([comm, config] { return std::make_unique<Loader>(CommOf(comm), config); })) {
+  if (!config.resume_from.empty()) saved_.emplace(config.resume_from, loader_->step());
+}
 
 PyLoader::~PyLoader() { EndOnItsOwnThread(std::move(loader_)); }
 
+template <typename Call>
+auto PyLoader::NotingFailedSave(Call&& call) {
+  try {
+    return call();
+  } catch (const Error& error) {
+    save_failed_ = fmt::format(
+        "{} failed ({})",
+        saved_ ? fmt::format("the save of step {} into {}", saved_->second, saved_->first)
+               : "a save",
+        error.what());
+    saved_.reset();
+    throw;
+  }
+}
+
+void PyLoader::WaitForWrite() {
+  NotingFailedSave([&] {
+    WaitReleased([&](std::chrono::milliseconds slice) { return loader().TryWaitForSave(slice); });
+  });
+}
+
 void PyLoader::Close() {
   EndOnItsOwnThread(Locked([&] {
-    if (loader_) loader_->WaitForSave();
+    if (loader_) WaitForWrite();
     return std::move(loader_);
   }));
 }
@@ -123,23 +119,35 @@ py::dict PyLoader::Next(const TakeBatch& take) {
   return BatchDict(std::move(*batch));
 }
 
-void PyLoader::Resume(const std::string& step_dir, const std::string& state) {
+void PyLoader::Resume(const std::string& step_dir, const std::string& state,
+                      const std::string& named_dir) {
+  Locked([&] { loader(); });  // not closed
   LoaderConfig config = config_;
   config.resume_from = state.empty() ? step_dir : "";
   config.resume_state = state;
-  Locked([&] {
-    loader();  // not closed
-    auto resumed = std::make_unique<Loader>(CommOf(comm_), config);
+  std::unique_ptr<Loader> resumed =
+      Leavable([comm = comm_, config] { return std::make_unique<Loader>(CommOf(comm), config); });
+  EndOnItsOwnThread(Locked([&] {
     loader_.swap(resumed);
     config_ = config;
-  });  // the old Loader goes here, outside the GIL
+    saved_.reset();
+    if (!named_dir.empty()) saved_.emplace(named_dir, loader_->step());
+    save_failed_.clear();
+    return std::move(resumed);  // the Loader it went on from
+  }));
 }
 
 uint64_t PyLoader::Save(const std::string& step_dir) {
   return Locked([&] {
-    loader().Save(step_dir);
+    WaitForWrite();
+    NotingFailedSave([&] { loader().Save(step_dir); });
+    saved_.emplace(step_dir, loader_->step());
     return loader_->step();
   });
+}
+
+void PyLoader::WaitForSave() {
+  Locked([&] { WaitForWrite(); });
 }
 
 py::object PyLoader::Hand(const py::object& array) const {
@@ -154,17 +162,14 @@ py::dict PyLoader::BatchDict(Batch&& batch) {
   const py::ssize_t per_row = batch.inputs.empty() ? static_cast<py::ssize_t>(batch.row_tokens) - 1
                                                    : static_cast<py::ssize_t>(batch.inputs.size()) /
                                                          std::max<py::ssize_t>(rows, 1);
+  if (batch.inputs.empty()) batch.labels = LabelsOf(batch.tokens, batch.row_tokens);
   const py::object tokens =
       Owning(std::move(batch.tokens), {rows, static_cast<py::ssize_t>(batch.row_tokens)});
   py::dict out;
   out[k.tokens] = Hand(tokens);
-  if (batch.inputs.empty()) {
-    out[k.input_ids] = Hand(RowsFrom(tokens, 0));
-    out[k.labels] = Hand(RowsFrom(tokens, 1));
-  } else {
-    out[k.input_ids] = Hand(Owning(std::move(batch.inputs), {rows, per_row}));
-    out[k.labels] = Hand(Owning(std::move(batch.labels), {rows, per_row}));
-  }
+  out[k.input_ids] = Hand(batch.inputs.empty() ? InputsView(tokens)
+                                               : Owning(std::move(batch.inputs), {rows, per_row}));
+  out[k.labels] = Hand(Owning(std::move(batch.labels), {rows, per_row}));
   out[k.step] = batch.step;
   py::dict dataset_tokens;
   for (size_t d = 0; d < k.datasets.size(); ++d) {

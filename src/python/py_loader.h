@@ -18,30 +18,18 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stoker/loader.h"
 #include "stoker/trace.h"
+#include "waiting.h"
 
 namespace stoker::python {
 
 namespace py = pybind11;
 
-// Ends `loader` (its reading thread, its checkpoint writer, its communicator) on a thread of its
-// own, so that a read that storage holds up does not hold up the caller.
-void EndOnItsOwnThread(std::unique_ptr<Loader> loader);
-// Waits (the GIL released) until every loader handed to EndOnItsOwnThread has ended: at exit,
-// before MPI is finalized.
-void WaitForEndedLoaders();
-
-// How long a call waits before it lets the signal handlers run: well within a second.
-constexpr std::chrono::milliseconds kSlice{50};
-
 MPI_Comm CommOf(int64_t fortran_handle);
-
-// Runs the signal handlers (main thread only; elsewhere nothing to do); a handler's exception,
-// KeyboardInterrupt above all, propagates. Called with the GIL released.
-void RunSignalHandlers();
 
 // The keys of a batch dict and the dataset names, as Python strings. At namespace scope: nested
 // in PyLoader, clang 14 would not yet see it default-constructible in std::optional's traits.
@@ -61,7 +49,7 @@ using TakeBatch = std::function<bool(std::chrono::milliseconds, std::optional<Ba
 // from: a resume in place (Resume) before it moves no earlier run's trace aside.
 class PyLoader {
  public:
-  // Collective over `comm`; called with the GIL released.
+  // Collective over `comm`, made Leavable (Ctrl-C leaves it); called with the GIL held.
   PyLoader(int64_t comm, const LoaderConfig& config, std::string trace_dir);
   // As Close() without waiting for the last save: the Loader's own end waits for it, on its
   // thread.
@@ -69,8 +57,8 @@ class PyLoader {
   PyLoader(const PyLoader&) = delete;
   PyLoader& operator=(const PyLoader&) = delete;
 
-  // Waits for the last save (raising its error), then ends the Loader on a thread of its own
-  // (EndOnItsOwnThread) and returns: a read that storage holds up does not hold up the caller.
+  // Waits in slices for the last save (raising its error), then ends the Loader on a thread of its
+  // own (EndOnItsOwnThread) and returns: a read that storage holds up does not hold up the caller.
   // Every later call but Close() raises ConfigError. Collective, as the Loader's end is.
   void Close();
 
@@ -85,7 +73,7 @@ class PyLoader {
   auto Locked(Work&& work) {
     py::gil_scoped_release release;
     std::unique_lock lock(mutex_, std::defer_lock);
-    while (!lock.try_lock_for(kSlice)) RunSignalHandlers();
+    WaitReleased([&](std::chrono::milliseconds slice) { return lock.try_lock_for(slice); });
     return work();
   }
 
@@ -93,11 +81,20 @@ class PyLoader {
   // and traces it).
   py::dict Next(const TakeBatch& take = {});
   // Collective: goes on from `step_dir`, or from this rank's encoded `state` when it is not
-  // empty (LoaderConfig::resume_state), with a new Loader; the old one stays as it was if that
-  // fails. Before the first batch only (the package checks).
-  void Resume(const std::string& step_dir, const std::string& state);
-  // The step saved.
+  // empty (LoaderConfig::resume_state), with a new Loader (Leavable: Ctrl-C leaves it); the old
+  // one stays as it was if that fails. `named_dir`: the step folder of the state resumed from,
+  // for saved() ("" for none). Before the first batch only (the package checks).
+  void Resume(const std::string& step_dir, const std::string& state, const std::string& named_dir);
+  // Loader::Save, after waiting in slices for the previous write; the step saved.
   uint64_t Save(const std::string& step_dir);
+  // Waits in slices for the last save's write; raises its error.
+  void WaitForSave();
+
+  // The step folder of the state at the current step and that step: the last save's or the
+  // folder resumed from, recorded before the call that made it returns (no signal handler runs
+  // between), forgotten when a save fails. Why it was forgotten, in save_failed().
+  const std::optional<std::pair<std::string, uint64_t>>& saved() const { return saved_; }
+  const std::string& save_failed() const { return save_failed_; }
 
   // The Loader; ConfigError once closed.
   Loader& loader();
@@ -112,6 +109,11 @@ class PyLoader {
   // `array` as handed over: converted, or itself.
   py::object Hand(const py::object& array) const;
   void MakeKeys();
+  // `call()`, noting the error of a save it raises (saved() forgotten, save_failed() why).
+  template <typename Call>
+  auto NotingFailedSave(Call&& call);
+  // The Loader's last write, waited for in slices; with the lock held, the GIL released.
+  void WaitForWrite();
 
   int64_t comm_;  // the caller's communicator, for the trace's collective opening
   LoaderConfig config_;
@@ -124,6 +126,8 @@ class PyLoader {
   bool trace_opened_ = false;
   uint64_t taken_ = 0;  // batches taken from this object (a Resume included)
   uintptr_t last_tokens_buffer_ = 0;
+  std::optional<std::pair<std::string, uint64_t>> saved_;
+  std::string save_failed_;
   std::optional<BatchKeys> keys_;  // made with the GIL held, on first use
   py::object convert_;             // None or a callable
 };

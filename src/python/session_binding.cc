@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <csignal>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -80,28 +81,32 @@ WriteTrainerFiles PythonWriter(py::object write) {
 // call that touches the loader holds its lock (PyLoader::Locked), the GIL released.
 class PySession {
  public:
+  // Collective, made Leavable (Ctrl-C leaves it: it reads and renames step folders).
   PySession(int64_t comm, RunSettings settings, std::vector<std::string> names, std::string tag)
-      : session_(CommOf(comm), std::move(settings), {std::move(names), std::move(tag)}) {}
+      : session_(Leavable([=]() mutable {
+          return std::make_unique<RunSession>(CommOf(comm), std::move(settings),
+                                              TrainerFiles{std::move(names), std::move(tag)});
+        })) {}
 
   void Start(py::object loader) {
     loader_object_ = loader;
     loader_ = &loader.cast<PyLoader&>();
-    loader_->Locked([&] { session_.Start(loader_->loader()); });
+    loader_->Locked([&] { session_->Start(loader_->loader()); });
   }
   py::dict Next() {
     return Loader().Next([&](std::chrono::milliseconds timeout, std::optional<Batch>* batch) {
-      return session_.TryNext(timeout, batch);
+      return session_->TryNext(timeout, batch);
     });
   }
   void EndStep(bool stop, py::object write) {
     const WriteTrainerFiles writer = PythonWriter(std::move(write));
-    Loader().Locked([&] { session_.EndStep(stop, writer); });
+    Loader().Locked([&] { session_->EndStep(stop, writer); });
   }
   std::string Finish(const std::string& fields, py::object write) {
     const WriteTrainerFiles writer = PythonWriter(std::move(write));
-    return Loader().Locked([&] { return session_.Finish(fields, writer); });
+    return Loader().Locked([&] { return session_->Finish(fields, writer); });
   }
-  RunSession& session() { return session_; }
+  RunSession& session() { return *session_; }
 
  private:
   PyLoader& Loader() {
@@ -109,7 +114,7 @@ class PySession {
     return *loader_;
   }
 
-  RunSession session_;
+  std::unique_ptr<RunSession> session_;
   py::object loader_object_;
   PyLoader* loader_ = nullptr;
 };
@@ -117,8 +122,7 @@ class PySession {
 void BindRunSession(py::module_& m) {
   using Self = PySession;
   py::class_<PySession>(m, "RunSession")
-      .def(py::init<int64_t, RunSettings, std::vector<std::string>, std::string>(),
-           py::call_guard<py::gil_scoped_release>())
+      .def(py::init<int64_t, RunSettings, std::vector<std::string>, std::string>())
       .def("start", &Self::Start)
       .def("next", &Self::Next)
       .def("end_step", &Self::EndStep)

@@ -3,14 +3,16 @@
 // py_loader.h) and the run session (session_binding.h), turns stoker's errors into the package's
 // exceptions (stoker.Error and its kinds), and hands each batch over as a dict of numpy arrays
 // that own the loader's buffers, or of what the package's converter makes of them (torch
-// tensors that share them): no copy, and no libtorch in the module.
+// tensors that share them): no copy, and no libtorch in the module; `labels` are a copy.
 //
 // Python threads may share a loader: its calls are serialized (one at a time, each waiting for
-// the one before). Every call that waits -- construction and the resume helpers, which are
-// collective; next(); save(), which waits for the previous write; wait_for_save(); set_weights()
-// -- releases the GIL meanwhile, and next() waits in slices of kSlice, between which the signal
-// handlers run: Ctrl-C reaches the trainer while storage is slow, and a batch interrupted so is
-// not taken (the next call hands it over).
+// the one before). Every call that waits releases the GIL and waits in slices between which the
+// signal handlers run (waiting.h): Ctrl-C reaches the trainer while storage is slow. next()
+// interrupted so takes no batch (the next call hands it over); save(), wait_for_save() and
+// close() leave the write to go on in the background; construction, a resume and the resume
+// helpers, collective calls that read storage, are Leavable: they go on to their end on the
+// package's worker thread, their result dropped. set_weights() and the run session's end_step()
+// and finish() wait without slices.
 //
 // Built on the public headers only, as a user of the library would build it. The communicator
 // comes from mpi4py as its Fortran handle (Comm.py2f()): mpi4py and stoker share Debian's Open MPI.
@@ -34,6 +36,7 @@
 #include "stoker/loader.h"
 #include "stoker/program/log.h"
 #include "stoker/weights.h"
+#include "waiting.h"
 
 namespace stoker::python {
 namespace {
@@ -100,23 +103,28 @@ void BindErrors(py::module_& m) {
 void BindLoader(py::module_& m) {
   using Self = PyLoader;
   py::class_<PyLoader>(m, "Loader")
-      .def(py::init<int64_t, const LoaderConfig&, std::string>(),
-           py::call_guard<py::gil_scoped_release>())
+      .def(py::init<int64_t, const LoaderConfig&, std::string>())
       .def("set_convert", &Self::SetConvert)
       .def("close", &Self::Close)
       .def_property_readonly("closed", &Self::closed)
       .def("next", [](Self& s) { return s.Next(); })
       .def("__next__", [](Self& s) { return s.Next(); })
       .def("__iter__", [](py::object self) { return self; })
-      .def("resume", [](Self& s, const std::string& step_dir,
-                        const py::bytes& state) { s.Resume(step_dir, state); })
+      .def("resume", &Self::Resume)
+      .def_property_readonly("saved",
+                             [](Self& s) -> py::object {
+                               const auto& saved = s.saved();
+                               if (!saved) return py::none();
+                               return py::make_tuple(saved->first, saved->second);
+                             })
+      .def_property_readonly("save_failed", &Self::save_failed)
       .def("encoded_state",
            [](Self& s) {
              const std::string bytes = s.Locked([&] { return s.loader().EncodedState(); });
              return py::bytes(bytes);
            })
       .def("save", &Self::Save)
-      .def("wait_for_save", [](Self& s) { s.Locked([&] { s.loader().WaitForSave(); }); })
+      .def("wait_for_save", &Self::WaitForSave)
       .def_property_readonly("step",
                              [](Self& s) { return s.Locked([&] { return s.loader().step(); }); })
       .def_property_readonly("taken", [](Self& s) { return s.Locked([&] { return s.taken(); }); })
@@ -149,9 +157,32 @@ void BindLoader(py::module_& m) {
       .def_property_readonly("last_tokens_buffer", &Self::last_tokens_buffer);
 }
 
+#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION == 4
+// Open MPI 4's record of where MPI stands in this process (ompi/runtime/mpiruntime.h; exported by
+// libmpi), whose last value, 5, is what MPI_Finalize leaves: MPI_Finalized() says true from it.
+extern "C" volatile int32_t ompi_mpi_state;
+constexpr int32_t kOmpiFinalizeCompleted = 5;
+#endif
+
+// In a forked child of a rank: MPI counts as finalized, so that the child's exit (mpi4py's
+// MPI_Finalize at exit, which waits for ever there for the parent's MPI runtime threads the fork
+// did not copy) does not hang. The child must make no MPI call (a loader refuses to work there);
+// the parent's MPI is untouched. True where it was done (Open MPI 4, MPI initialized).
+bool LeaveMpiToTheParent() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION == 4
+  if (initialized) ompi_mpi_state = kOmpiFinalizeCompleted;
+  return initialized != 0;
+#else
+  return false;
+#endif
+}
+
 void BindFunctions(py::module_& m) {
+  m.def("leave_mpi_to_the_parent", &LeaveMpiToTheParent);
   m.def("init_logging", [](int rank) { program::InitLogging(rank); });
-  m.def("wait_for_ended_loaders", &WaitForEndedLoaders);
+  m.def("wait_for_background_work", &WaitForBackgroundWork);
   m.def("parse_weights", [](const std::string& text) { return ParseWeights(text); });
   m.def("parse_weight_schedule",
         [](const std::string& text) { return ScheduleToPython(ParseWeightSchedule(text)); });
@@ -159,28 +190,22 @@ void BindFunctions(py::module_& m) {
         [](const std::string& value) { return ScheduleToPython(WeightScheduleArgument(value)); });
   // The groups of a layout (stoker/layout.h) as Fortran handles, for mpi4py's Comm.f2py.
   m.def("layout_comms", [](int64_t comm, const std::string& layout) {
-    const LayoutComms made = MakeLayoutComms(CommOf(comm), ParseLayout(layout));
+    const LayoutComms made =
+        Leavable([=] { return MakeLayoutComms(CommOf(comm), ParseLayout(layout)); });
     return std::vector<int64_t>{MPI_Comm_c2f(made.data_parallel), MPI_Comm_c2f(made.replica),
                                 MPI_Comm_c2f(made.gradient)};
   });
-  m.def(
-      "find_resume_step",
-      [](int64_t comm, const std::string& dir, const std::vector<std::string>& required) {
-        return FindResumeStep(CommOf(comm), dir, required);
-      },
-      py::call_guard<py::gil_scoped_release>());
-  m.def(
-      "prepare_resume",
-      [](int64_t comm, const std::string& dir, const std::vector<std::string>& required) {
-        return PrepareResume(CommOf(comm), dir, required);
-      },
-      py::call_guard<py::gil_scoped_release>());
-  m.def(
-      "prepare_fresh_start",
-      [](int64_t comm, const std::string& dir, bool start_over) {
-        PrepareFreshStart(CommOf(comm), dir, start_over);
-      },
-      py::call_guard<py::gil_scoped_release>());
+  m.def("find_resume_step",
+        [](int64_t comm, const std::string& dir, const std::vector<std::string>& required) {
+          return Leavable([=] { return FindResumeStep(CommOf(comm), dir, required); });
+        });
+  m.def("prepare_resume",
+        [](int64_t comm, const std::string& dir, const std::vector<std::string>& required) {
+          return Leavable([=] { return PrepareResume(CommOf(comm), dir, required); });
+        });
+  m.def("prepare_fresh_start", [](int64_t comm, const std::string& dir, bool start_over) {
+    Leavable([=] { PrepareFreshStart(CommOf(comm), dir, start_over); });
+  });
 }
 
 }  // namespace

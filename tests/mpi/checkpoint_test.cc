@@ -332,7 +332,7 @@ TEST_F(CheckpointTest, AMissingTruncatedOrBitFlippedRankFileIsAnErrorNamingIt) {
   }
   LoaderConfig config = Config();
   config.resume_from = dir_ / "nothing/step-5";
-  ExpectRefused<ConfigError>(comm_, config, {"nothing/step-5/loader holds no rank files"});
+  ExpectRefused<ConfigError>(comm_, config, {"nothing/step-5 is missing: no such folder"});
 
   const std::string missing = CheckpointPath(dir_ / "missing/step-5", last, comm_.size());
   OnRankZero([&] { fs::remove(missing); });

@@ -5,6 +5,8 @@ outside the test's mpirun job (a world of one rank); each prints what the test c
 at a time, flushed."""
 
 import os
+import random
+import signal
 import sys
 import threading
 import time
@@ -190,6 +192,99 @@ def close_during_a_stalled_read(corpus: str, work: str) -> None:
         next(loader)
     except stoker.ConfigError as error:
         say("then", type(error).__name__, isinstance(error, ValueError), str(error))
+
+
+def interrupted_waits(corpus: str, work: str) -> None:
+    """Each call that waits on storage, said as "call NAME" before it: the test sends SIGINT
+    while it waits (every checkpoint fsync and every open of a rank file slowed down by
+    STOKER_FAULTS), and "interrupted NAME" says the KeyboardInterrupt came; then what
+    state_dict() names: the last save or resume that completed."""
+    first = os.path.join(work, "step-1")
+    loader = stoker.Loader(corpus, **BASE)
+    next(loader)
+    loader.save(first)  # its write takes seconds: the calls below wait for it
+
+    def interrupted(name, call):
+        say("call", name)
+        try:
+            call()
+            say("returned", name)
+        except KeyboardInterrupt:
+            say("interrupted", name)
+
+    interrupted("save", lambda: loader.save(os.path.join(work, "step-1-again")))
+    interrupted("wait_for_save", loader.wait_for_save)
+    interrupted("state_dict", loader.state_dict)
+    loader.wait_for_save()
+    say("named", loader.state_dict()["step_dir"] == first)
+    interrupted("Loader", lambda: stoker.Loader(corpus, resume_from=first, **BASE))
+    fresh = stoker.Loader(corpus, **BASE)
+    interrupted("load_state_dict", lambda: fresh.load_state_dict(
+        dict(loader.state_dict(), world=2)))  # another world size: from the step folder
+    say("named", fresh.state_dict()["step_dir"], "at step", fresh.step)
+    loader.save(os.path.join(work, "step-1-last"))
+    interrupted("close", loader.close)
+    os._exit(0)  # the work left goes on in the background; the test is done with it
+
+
+def interrupts_after_saves(corpus: str, work: str) -> None:
+    """Pairs of saves, the second with a SIGINT sent from another thread 0 to 12 ms after it
+    starts (STOKER_FAULTS makes every write take 10 ms more: it waits for the first's write for
+    some of that): wherever the KeyboardInterrupt comes, in the wait, in the save or after it,
+    state_dict() names the second save's folder if its rank file was written, else the first's
+    (a save that completed is recorded before any signal is raised). Says how many second saves
+    were interrupted, how many were written, and where state_dict() named another folder."""
+    loader = stoker.Loader(corpus, **BASE)
+    next(loader)
+    interrupted, written, wrong = 0, 0, []
+    for i in range(200):
+        first, second = (os.path.join(work, f"race-{i}-{n}") for n in (1, 2))
+        loader.save(first)
+        signal_later = threading.Timer(random.uniform(0, 0.012), os.kill,
+                                       (os.getpid(), signal.SIGINT))
+        try:
+            signal_later.start()
+            loader.save(second)
+            signal_later.join()
+            time.sleep(0.005)  # a signal not yet handled comes here
+        except KeyboardInterrupt:
+            interrupted += 1
+        signal_later.join()
+        loader.wait_for_save()
+        done = os.path.exists(os.path.join(second, "loader", "rank-00000-of-00001.ckpt"))
+        written += done
+        if loader.state_dict()["step_dir"] != (second if done else first):
+            wrong.append(i)
+    say("interrupted", interrupted, "written", written, "wrong", wrong)
+
+
+def forked_child_exits(corpus: str, work: str) -> None:
+    """Children forked from a process that imported stoker and made a loader end as children do:
+    sys.exit(3), an uncaught exception, the end of the code. Says each one's exit code, or that
+    it hung (no exit within 20 s)."""
+    loader = stoker.Loader(corpus, **BASE)
+    next(loader)
+    for how in ("sys.exit(3)", "raise ValueError", "end"):
+        child = os.fork()
+        if child == 0:
+            sys.stderr = open(os.devnull, "w")  # the traceback of the uncaught exception
+            if how == "sys.exit(3)":
+                sys.exit(3)
+            if how == "raise ValueError":
+                raise ValueError("in the child")
+            return  # the child runs on to the end of the program
+        started = time.monotonic()
+        while time.monotonic() - started < 20:
+            done, status = os.waitpid(child, os.WNOHANG)
+            if done:
+                say(how, "exit", os.waitstatus_to_exitcode(status))
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+            say(how, "hung")
+    say("parent goes on at step", next(loader)["step"])
 
 
 if __name__ == "__main__":

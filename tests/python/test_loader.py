@@ -60,8 +60,8 @@ def test_arrays_are_the_loaders_memory(corpus):
         assert isinstance(tokens, np.ndarray) and tokens.dtype == np.int64
         assert tokens.shape == (3, 32) and tokens.flags.writeable
         assert batch["input_ids"].ctypes.data == tokens.ctypes.data
-        assert batch["labels"].ctypes.data == tokens.ctypes.data + 8
-        assert np.array_equal(batch["labels"][:, :-1], batch["input_ids"][:, 1:])
+        assert np.array_equal(batch["labels"], tokens[:, 1:])  # a buffer of its own
+        assert not np.shares_memory(batch["labels"], tokens)
     # The arrays outlive the loader: each owns the buffer it was filled in.
     del stream
     assert np.array_equal(batch["input_ids"][:, 1:], batch["tokens"][:, 1:-1])
@@ -75,10 +75,10 @@ def test_tensors_are_the_loaders_memory(corpus):
         assert stream._holds_filled_buffer(batch), "tokens is a copy of the loader's buffer"
         assert tokens.dtype == torch.int64 and tokens.shape == (3, 32)
         assert batch["input_ids"].shape == batch["labels"].shape == (3, 31)
-        # Views of tokens: the same storage, inputs from column 0 and labels from column 1.
+        # input_ids a view of tokens (the same storage), labels a copy of its columns from 1 on.
         assert batch["input_ids"].data_ptr() == tokens.data_ptr()
-        assert batch["labels"].data_ptr() == tokens.data_ptr() + 8
-        assert torch.equal(batch["labels"][:, :-1], batch["input_ids"][:, 1:])
+        assert torch.equal(batch["labels"], tokens[:, 1:])
+        assert not np.shares_memory(batch["labels"].numpy(), tokens.numpy())
         assert sum(batch["dataset_tokens"].values()) == 3 * 32
         assert set(batch["dataset_tokens"]) == {"a", "b", "c"}
         assert not {"position_ids", "cu_seqlens", "segment_ids", "loss_mask"} & set(batch)
@@ -111,6 +111,12 @@ def test_boundaries_follow_the_documents(corpus):
         assert torch.equal(masked[:, :-1], first_of_segment[:, 1:])
         assert torch.all(masked[batch["labels"] == 96001])
         assert torch.all(batch["loss_mask"][~masked] == 1)
+        # The trainer's masking idiom changes the labels alone.
+        inputs_before, tokens_before = inputs.clone(), batch["tokens"].clone()
+        batch["labels"][masked] = -100
+        assert torch.equal(inputs, inputs_before) and torch.equal(batch["tokens"], tokens_before)
+        assert torch.all(batch["labels"][masked] == -100)
+        assert torch.equal(batch["labels"][~masked], batch["tokens"][:, 1:][~masked])
 
 
 def test_errors_are_raised_on_every_rank_with_one_message(corpus, shared_dir):

@@ -140,3 +140,58 @@ def test_state_dict_never_names_a_failed_save(corpus, tmp_path):
     assert out == ["named None inline True"] * 2, (out, err[-2000:])
     # Never raised to the program: the exit says so.
     assert code == 1 and "a loader checkpoint was not written" in err and "fsync" in err, err
+
+
+# Every checkpoint file's open and fsync take 2 s: a save's write, a resume's read.
+SLOW_CHECKPOINTS = "open:.ckpt:*:delay=2000,fsync:.ckpt:*:delay=2000"
+
+
+@once
+def test_ctrl_c_leaves_every_call_that_waits_on_storage_within_a_second(corpus, tmp_path):
+    process = start("interrupted_waits", corpus, str(tmp_path), SLOW_CHECKPOINTS)
+    arrived, calls, named = lines_of(process), {}, []
+    try:
+        while True:
+            at, words = arrived.get(timeout=120)
+            if words is None:
+                break
+            if words[0] == "call":  # waiting, the test lets 0.3 s pass, then Ctrl-C
+                time.sleep(0.3)
+                process.send_signal(signal.SIGINT)
+                calls[words[1]] = time.monotonic()
+            elif words[0] in ("interrupted", "returned"):
+                calls[words[1]] = (words[0], at - calls[words[1]])
+            elif words[0] == "named":
+                named.append(words[1:])
+    finally:
+        process.kill()
+        _, err = process.communicate()
+    assert process.returncode == 0, err[-2000:]
+    assert list(calls) == ["save", "wait_for_save", "state_dict", "Loader", "load_state_dict",
+                           "close"], calls
+    for call, (how, seconds) in calls.items():
+        # A slice is 50 ms; the I/O it waited for had 1.7 s or more to go.
+        assert how == "interrupted" and seconds < 1.0, (call, how, seconds)
+    # After them, state_dict() names the save that completed; the load interrupted left the
+    # fresh loader as it was.
+    assert named == [["True"], ["None", "at", "step", "0"]], named
+
+
+@once
+def test_a_save_that_completed_is_recorded_before_ctrl_c_is_raised(corpus, tmp_path):
+    code, out, err = run("interrupts_after_saves", corpus, str(tmp_path),
+                         "fsync:.ckpt:*:delay=10")
+    assert code == 0, err[-2000:]
+    words = out[-1].split()
+    assert words[0] == "interrupted" and words[4] == "wrong" and words[5:] == ["[]"], out
+    # Every second save was interrupted somewhere: most right after they returned (a wait checks
+    # for signals every 50 ms, so the first's write ends first), a few in their wait.
+    assert int(words[1]) == 200 and int(words[3]) > 0, out
+
+
+@once
+def test_a_forked_child_exits_with_its_own_code_and_does_not_hang(corpus, tmp_path):
+    code, out, err = run("forked_child_exits", corpus, str(tmp_path), "")
+    assert code == 0, err[-2000:]
+    assert out == ["sys.exit(3) exit 3", "raise ValueError exit 1", "end exit 0",
+                   "parent goes on at step 2"], out

@@ -95,7 +95,7 @@ def test_after_a_failed_load_state_dict_the_loader_goes_on(corpus, shared_dir):
     state = take_state(corpus, step_dir)
     missing = dict(state, state=b"", step_dir=os.path.join(shared_dir, "ck", "step-99"))
     fresh, twin = loader(corpus), loader(corpus)
-    with pytest.raises(stoker.Error, match="step-99"):
+    with pytest.raises(stoker.ConfigError, match="step-99 is missing: no such folder"):
         fresh.load_state_dict(missing)
     # As it was: the fresh stream from step 1, and a good state still loads.
     for _ in range(3):

@@ -27,11 +27,13 @@ def main(corpus: str, dump: str) -> None:
             break
         if not np.array_equal(tokens, rows[3 * step:3 * step + 3]):
             problems.append(f"step {step + 1}: differs from `stoker run --dump`")
-        # The loader's own buffer, and views of it: no copy.
-        address = tokens.ctypes.data
-        if (not loader._holds_filled_buffer(batch) or batch["input_ids"].ctypes.data != address
-                or batch["labels"].ctypes.data != address + 8):
-            problems.append(f"step {step + 1}: tokens or their views are copies")
+        # The loader's own buffer and a view of it, no copy; labels a copy of their own.
+        if (not loader._holds_filled_buffer(batch)
+                or batch["input_ids"].ctypes.data != tokens.ctypes.data):
+            problems.append(f"step {step + 1}: tokens or input_ids are copies")
+        if np.shares_memory(batch["labels"], tokens) or not np.array_equal(batch["labels"],
+                                                                           tokens[:, 1:]):
+            problems.append(f"step {step + 1}: labels are not tokens[:, 1:] of their own")
         for key, dtype in (("position_ids", np.int64), ("cu_seqlens", np.int32),
                            ("segment_ids", np.int32), ("loss_mask", np.float32)):
             if batch[key].dtype != dtype:

@@ -71,7 +71,7 @@ TEST(CheckpointStep, OneCheckpointLoadsWithItsIdentity) {
   for (uint64_t r = 0; r < 3; ++r) EXPECT_EQ(ReadStepRank(step, r), RankFile(r, 3));
 }
 
-TEST(CheckpointStep, MissingRankOrRequiredFilesAreNamed) {
+TEST(CheckpointStep, AMissingFolderRankFileOrRequiredFileIsNamed) {
   TempDir tmp;
   const std::string dir = WriteStep(tmp.path() + "/step-7", 3);
   std::filesystem::remove(CheckpointPath(dir, 1, 3));
@@ -84,7 +84,14 @@ TEST(CheckpointStep, MissingRankOrRequiredFilesAreNamed) {
   ExpectRefused<ConfigError>([&] { OpenCheckpointStep(whole, {"model.pt"}); },
                              "model.pt is missing");
   ExpectRefused<ConfigError>([&] { OpenCheckpointStep(tmp.path() + "/nothing"); },
-                             "holds no rank files");
+                             "nothing is missing: no such folder");
+  WriteFileAtomically(tmp.path() + "/a-file", "");
+  ExpectRefused<ConfigError>([&] { OpenCheckpointStep(tmp.path() + "/a-file"); },
+                             "a-file is missing: not a folder");
+  std::filesystem::create_directory(tmp.path() + "/empty");
+  ExpectRefused<ConfigError>(
+      [&] { OpenCheckpointStep(tmp.path() + "/empty"); },
+      "empty is incomplete: " + tmp.path() + "/empty/loader holds no rank files");
 }
 
 // The run session records the trainer's files in trainer.files: a step lacking one of them is

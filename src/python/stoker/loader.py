@@ -83,8 +83,10 @@ class Loader:
     any PyTorch from 1.13 on takes the arrays with ``torch.from_numpy``):
 
     - ``tokens``: int64 [batch_size, seq_len + 1], the packed rows;
-    - ``input_ids`` and ``labels``: int64 [batch_size, seq_len], views of ``tokens`` without its
-      last and without its first column;
+    - ``input_ids``: int64 [batch_size, seq_len], a view of ``tokens`` without its last column;
+      ``labels``: int64 [batch_size, seq_len], ``tokens`` without its first column in a buffer of
+      its own, which the trainer may change in place (``labels[loss_mask == 0] = -100``) without
+      touching ``input_ids`` or ``tokens``;
     - ``step``: int, the global step of this batch (1 for the first batch of a fresh run);
     - ``dataset_tokens``: dict, dataset name -> tokens of this batch from it;
     - with ``boundaries=True``, where documents begin and end in the rows, computed from what
@@ -95,11 +97,14 @@ class Loader:
       ``segment_ids`` int32 [B, S] (1, 2, ... per row), ``loss_mask`` float32 [B, S] (0.0 where
       the label is the first token of the next document).
 
-    The stream does not end: it wraps from epoch to epoch. ``next()`` releases the GIL while it
-    waits for a batch, and lets the signal handlers run every 50 ms meanwhile: Ctrl-C (a
-    ``KeyboardInterrupt``) arrives while storage is slow, and the batch it interrupted is not
-    counted as delivered (``save()`` in the handler saves the state after the last batch the
-    trainer received; the next ``next()`` hands that batch over).
+    The stream does not end: it wraps from epoch to epoch. Every call that waits (``next()``, a
+    save waiting for the previous write, construction and ``load_state_dict``) releases the GIL
+    and lets the signal handlers run every 50 ms meanwhile: Ctrl-C (a ``KeyboardInterrupt``)
+    arrives while storage is slow. The batch it interrupted is not counted as delivered
+    (``save()`` in the handler saves the state after the last batch the trainer received; the
+    next ``next()`` hands that batch over); a write goes on in the background; an interrupted
+    construction or load goes on to its end on a thread of the package, its result dropped
+    (docs/python.md, "Threads, processes and signals").
 
     Threads: calls from several threads are serialized, each waiting for the one before (two
     threads taking batches get one batch each, in turn; ``set_weights`` waits for a ``next()``
@@ -190,11 +195,6 @@ class Loader:
         self._loader = _stoker.Loader(_handle(comm), config, trace_dir)
         self._loader.set_convert(convert)
         self.tensors = "numpy" if convert is None else "torch"
-        # (step folder, step) of the state at the current step, by a save() or where the
-        # loader resumed from; why not, when the last save failed.
-        self._saved: Optional[tuple[str, int]] = (
-            (config.resume_from, self._loader.step) if config.resume_from else None)
-        self._save_failed = ""
         self._weights_set = False  # by set_weights, which load_state_dict would undo
         _LOADERS.add(self)
 
@@ -216,7 +216,7 @@ class Loader:
         waits for it at exit). Every later call but ``close()`` raises ``ConfigError``. Deleting
         the loader (or leaving a ``with`` block) ends it the same way."""
         if not self._loader.closed:
-            self._noting_failed_save(self._loader.close)
+            self._loader.close()
 
     @property
     def closed(self) -> bool:
@@ -251,29 +251,13 @@ class Loader:
         if not isinstance(path, str) or not path:
             raise ValueError(f"save(step_dir): {step_dir!r} is not a folder's path")
         path = os.path.abspath(path)
-        self._saved = (path, self._noting_failed_save(lambda: self._loader.save(path)))
+        self._loader.save(path)
 
     def wait_for_save(self) -> None:
         """Waits for the last save's file to be written; raises its error. Nothing to wait for
         once closed."""
         if not self._loader.closed:
-            self._noting_failed_save(self._loader.wait_for_save)
-
-    def _noting_failed_save(self, call: Any) -> Any:
-        """``call()`` (a save, a wait for one, a close); the error of a save it raises is noted
-        (``_note_failed_save``) and raised again."""
-        try:
-            return call()
-        except _stoker.Error as error:
-            self._note_failed_save(error)
-            raise
-
-    def _note_failed_save(self, error: Exception) -> None:
-        """Forgets the last save, which state_dict() would name, saying why."""
-        what = (f"the save of step {self._saved[1]} into {self._saved[0]}" if self._saved
-                else "a save")
-        self._saved = None
-        self._save_failed = f"{what} failed ({error})"
+            self._loader.wait_for_save()
 
     @property
     def step(self) -> int:
@@ -379,12 +363,13 @@ class Loader:
         the error, unless ``save`` or ``wait_for_save`` raise it first."""
         step = self._loader.step
         step_dir = None
-        if self._saved is not None and self._saved[1] == step:
+        saved = self._loader.saved  # (step folder, step), recorded by the call that made it
+        if saved is not None and saved[1] == step:
             try:
                 self.wait_for_save()
-                step_dir = self._saved[0] if self._saved else None
+                step_dir = saved[0]
             except _stoker.Error:  # not named; unseen by the program, it fails the exit
-                _FAILED_SAVES.append(f"stoker: rank {self.rank}: {self._save_failed}")
+                _FAILED_SAVES.append(f"stoker: rank {self.rank}: {self._loader.save_failed}")
         order = self._order()
         fingerprint = hashlib.sha256(json.dumps(order, sort_keys=True).encode()).hexdigest()[:32]
         return {"format": _STATE_FORMAT, "step": step, "world": self._loader.world_size,
@@ -431,10 +416,10 @@ class Loader:
         if checkpoint_dir is not None and state.get("step_name"):
             step_dir = os.path.join(str(checkpoint_dir), state["step_name"])
         if state.get("state") and state.get("world") == self._loader.world_size:
-            self._loader.resume("", state["state"])
+            self._loader.resume("", state["state"], str(step_dir or ""))
             used = "inline"
         elif step_dir:
-            self._loader.resume(str(step_dir), b"")
+            self._loader.resume(str(step_dir), b"", str(step_dir))
             used = str(step_dir)
         else:
             raise _stoker.ConfigError(
@@ -442,8 +427,6 @@ class Loader:
                 f"{state.get('world')} ranks with no save at that step; on "
                 f"{self._loader.world_size} ranks it resumes from the step folder of a save: "
                 "save at the steps whose state may be loaded on another number of ranks")
-        self._saved = (str(step_dir), self._loader.step) if step_dir else None
-        self._save_failed = ""
         return used
 
     def _holds_filled_buffer(self, batch: Batch) -> bool:
@@ -462,8 +445,11 @@ _FORKED = False
 
 
 def _forked() -> None:
+    """In a forked child: the parent's loaders and saves are not the child's, nor is MPI, which
+    counts as finalized here so that the child's exit does not hang in MPI_Finalize."""
     global _FORKED
     _FORKED = True
+    _stoker.leave_mpi_to_the_parent()
 
 
 os.register_at_fork(after_in_child=_forked)
@@ -476,18 +462,27 @@ def _check_last_save(loader: Loader) -> None:
     try:
         loader.wait_for_save()
     except _stoker.Error:
-        _FAILED_SAVES.append(f"stoker: rank {loader.rank}: {loader._save_failed}")
+        _FAILED_SAVES.append(f"stoker: rank {loader.rank}: {loader._loader.save_failed}")
 
 
 @atexit.register
 def _exit_with_failed_saves() -> None:
-    """At exit: waits for the loaders that are ending; a save that failed unseen by the program
-    (no save(), wait_for_save() or state_dict() raised it) makes the process exit with code 1,
-    naming the error."""
-    for loader in list(_LOADERS):
-        _check_last_save(loader)
-    if not _FORKED:  # the loaders closed or deleted end on threads of their own: before MPI does
-        _stoker.wait_for_ended_loaders()
+    """At exit: waits for the loaders' last saves and for the work left in the background (the
+    loaders ending, calls Ctrl-C left); a save that failed unseen by the program (no save(),
+    wait_for_save() or state_dict() raised it) makes the process exit with code 1, naming the
+    error. Ctrl-C during this wait ends the process at once, with code 130 and without MPI's
+    finalize, which the work left would hold up: a checkpoint file still being written is
+    left as its temporary file, never under its own name."""
+    try:
+        for loader in list(_LOADERS):
+            _check_last_save(loader)
+        if not _FORKED:  # before MPI ends
+            _stoker.wait_for_background_work()
+    except KeyboardInterrupt:
+        print("stoker: interrupted while waiting for storage at exit: exit code 130, the work "
+              "left unfinished", file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(130)
     if _FAILED_SAVES:
         print("\n".join(_FAILED_SAVES) +
               "\nstoker: a loader checkpoint was not written: exit code 1", file=sys.stderr)
