@@ -102,13 +102,21 @@ void NumberField(py::class_<LoaderConfig>& c, const char* name, Field LoaderConf
       });
 }
 
-// A LoaderConfig field of an enum type, read and written by its name.
+// A LoaderConfig field of an enum type, read and written by its name; a name it has not is a
+// ConfigError naming the argument (io_engine='x': unknown I/O engine 'x': ...).
 template <typename Enum, typename NameOf, typename Parse>
 void NamedField(py::class_<LoaderConfig>& c, const char* name, Enum LoaderConfig::*field,
                 NameOf name_of, Parse parse) {
   c.def_property(
       name, [=](const LoaderConfig& self) { return std::string(name_of(self.*field)); },
-      [=](LoaderConfig& self, py::handle text) { self.*field = parse(Text(text, name)); });
+      [=](LoaderConfig& self, py::handle text) {
+        const std::string value = Text(text, name);
+        try {
+          self.*field = parse(value);
+        } catch (const ConfigError& error) {
+          throw ConfigError(std::string(name) + "=" + Repr(text) + ": " + error.what());
+        }
+      });
 }
 
 // A LoaderConfig field of type std::string.
