@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+import typing
 
 import numpy as np
 import pytest
@@ -200,4 +201,4 @@ def test_help_explains_the_loader():
     signature = inspect.signature(stoker.Loader)
     assert signature.parameters["seq_len"].default == 4096
     assert signature.parameters["seq_len"].kind is inspect.Parameter.KEYWORD_ONLY
-    assert signature.parameters["data"].annotation in (str, "str")
+    assert typing.get_type_hints(stoker.Loader.__init__)["data"] == stoker.arguments.Path

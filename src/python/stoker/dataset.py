@@ -3,10 +3,11 @@ torch.utils.data.DataLoader."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator
+from typing import Any, Dict, Iterator, Mapping
 
 import torch.utils.data
 
+from .arguments import checked
 from .loader import Loader
 
 
@@ -22,6 +23,7 @@ class LoaderDataset(torch.utils.data.IterableDataset):
     the DataLoader takes one batch at a time, so ``loader.set_weights`` between two batches
     rules from the next one it yields, as on the loader itself."""
 
+    @checked
     def __init__(self, loader: Loader) -> None:
         super().__init__()
         self.loader = loader
@@ -34,6 +36,7 @@ class LoaderDataset(torch.utils.data.IterableDataset):
         checkpoints the dataset checkpoints the loader."""
         return self.loader.state_dict()
 
-    def load_state_dict(self, state: Dict[str, Any]) -> None:
+    @checked
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """The loader's ``load_state_dict(state)``."""
         self.loader.load_state_dict(state)

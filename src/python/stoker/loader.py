@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Seq
 from mpi4py import MPI
 
 from . import _stoker
+from .arguments import Path, Text, checked
 from .config import ScheduleEntry, WeightSchedule, _make_config
 
 # The C++ loader's defaults: the signature of Loader shows them, written nowhere else.
@@ -57,14 +58,15 @@ class LayoutComms(NamedTuple):
     gradient: MPI.Comm  # the ranks of the same tp and pp coordinates (dp x cp), in job order
 
 
-def layout_comms(layout: str, comm: Optional[MPI.Comm] = None) -> LayoutComms:
+@checked
+def layout_comms(layout: Text, comm: Optional[MPI.Comm] = None) -> LayoutComms:
     """This rank's data-parallel, replica and gradient groups of a parallel layout (``layout``
     of ``Loader``) over ``comm`` (default the world), as mpi4py communicators the caller frees
     (``Free()``): for a trainer that has no groups of its own yet, to pass the first two to
     ``Loader`` and to average gradients over the third (with context parallelism each cp rank's
     gradients are of its part of the rows). Collective; ``ConfigError`` on every rank for a
     layout that does not parse or whose sizes' product is not the size of ``comm``."""
-    handles = _stoker.layout_comms(_handle(comm), str(layout))
+    handles = _stoker.layout_comms(_handle(comm), layout)
     return LayoutComms(*(MPI.Comm.f2py(h) for h in handles))
 
 
@@ -143,9 +145,11 @@ class Loader:
     empty batch of the step). ``comm`` is then the whole job, and a save writes one file per
     data-parallel rank (docs/loader.md, "Parallel layouts").
 
-    A setting of the wrong type or out of range (``seq_len=-1``, ``seq_len=True``,
-    ``boundaries="no"``, ``eos_id=2**63``) is a ``ConfigError`` naming it, as is a value the
-    loader refuses (``seq_len=0``, ``bos_id`` equal to the EOS id).
+    Every argument is of the type its hint says, None only where it says ``Optional``: another
+    (``seq_len=None``, ``seq_len=True``, ``boundaries="no"``, ``trace_dir=5``) is a TypeError
+    naming it; a value out of range (``seq_len=-1``, ``eos_id=2**63``) or one the loader
+    refuses (``seq_len=0``, ``bos_id`` equal to the EOS id) a ``ConfigError``. ``data``,
+    ``resume_from`` and ``trace_dir`` are ``str`` or ``os.PathLike`` paths, made absolute.
 
     Dynamic mixing. ``weight_schedule`` is a list of entries ``{"step": S, "weights": {name: w},
     "ramp": False}``, the first at step 0, steps increasing: a jump rules from batch S + 1 on
@@ -158,19 +162,20 @@ class Loader:
     resumes.
     """
 
-    def __init__(self, data: str, *, weights: Optional[Mapping[str, float]] = None,
+    @checked
+    def __init__(self, data: Path, *, weights: Optional[Mapping[str, float]] = None,
                  weight_schedule: Optional[WeightSchedule] = None,
                  seq_len: int = _DEFAULT.seq_len, batch_size: int = _DEFAULT.batch_size,
                  seed: int = _DEFAULT.seed, logical_shards: int = _DEFAULT.logical_shards,
                  deal_max_docs: int = _DEFAULT.deal_max_docs,
                  eos_id: Optional[int] = None, bos_id: Optional[int] = None,
                  prefetch: int = _DEFAULT.prefetch,
-                 resume_from: Optional[str] = None, comm: Optional[MPI.Comm] = None,
+                 resume_from: Optional[Path] = None, comm: Optional[MPI.Comm] = None,
                  boundaries: bool = False, positions: str = "restart",
                  io_depth: Union[int, str] = "auto", io_engine: str = _DEFAULT.io_engine,
                  direct_io: str = _DEFAULT.direct_io, read_ahead_bytes: Optional[int] = None,
-                 offset_cache_bytes: Optional[int] = None, trace_dir: Optional[str] = None,
-                 layout: Optional[str] = None, data_parallel_comm: Optional[MPI.Comm] = None,
+                 offset_cache_bytes: Optional[int] = None, trace_dir: Optional[Path] = None,
+                 layout: Optional[Text] = None, data_parallel_comm: Optional[MPI.Comm] = None,
                  replica_comm: Optional[MPI.Comm] = None, replica_feed: str = "broadcast",
                  fields_by_stage: bool = False, tensors: Optional[str] = None) -> None:
         config = _make_config(
@@ -181,11 +186,11 @@ class Loader:
             direct_io=direct_io, read_ahead_bytes=read_ahead_bytes,
             offset_cache_bytes=offset_cache_bytes, layout=layout, replica_feed=replica_feed,
             fields_by_stage=fields_by_stage)
-        config.resume_from = str(resume_from or "")
+        config.resume_from = resume_from or ""
         if data_parallel_comm is not None or replica_comm is not None:
             config.set_layout_comms(_handle_or_null(data_parallel_comm),
                                     _handle_or_null(replica_comm))
-        self._open(config, comm, str(trace_dir or ""), tensors)
+        self._open(config, comm, trace_dir or "", tensors)
 
     def _open(self, config: "_stoker.LoaderConfig", comm: Optional[MPI.Comm], trace_dir: str,
               tensors: Optional[str]) -> None:
@@ -237,7 +242,8 @@ class Loader:
     def __next__(self) -> Batch:
         return self._loader.next()
 
-    def save(self, step_dir: str) -> None:
+    @checked
+    def save(self, step_dir: Path) -> None:
         """Saves this rank's state after the last batch into ``step_dir``/loader/ (one file per
         rank, no communication; every rank calls it for the same step). Returns once the state is
         copied; the file is written in the background (``wait_for_save``). Raises the error of
@@ -245,13 +251,7 @@ class Loader:
         that nobody waited for ends the program with exit code 1 (docs/python.md). ``step_dir``
         is a ``str`` or ``os.PathLike``, made absolute (``state_dict()`` names it so): an empty
         one or another type is refused (ValueError, TypeError) before anything is written."""
-        if not isinstance(step_dir, (str, os.PathLike)):
-            raise TypeError(f"save(step_dir): a str or os.PathLike, not {type(step_dir).__name__}")
-        path = os.fspath(step_dir)
-        if not isinstance(path, str) or not path:
-            raise ValueError(f"save(step_dir): {step_dir!r} is not a folder's path")
-        path = os.path.abspath(path)
-        self._loader.save(path)
+        self._loader.save(step_dir)
 
     def wait_for_save(self) -> None:
         """Waits for the last save's file to be written; raises its error. Nothing to wait for
@@ -288,6 +288,7 @@ class Loader:
         earlier steps may differ in the last bits of their weights)."""
         return self._loader.schedule
 
+    @checked
     def shares(self, since_step_zero: bool = False) -> Dict[str, Any]:
         """What the mixer promises, measured over the data-parallel ranks (a replica's batches
         counted once), exact through resumes and rescales: each dataset's tokens since the
@@ -298,8 +299,9 @@ class Loader:
         -> the last step's), ``largest_gap`` (tokens: the largest |tokens - promised|, which the
         mixer keeps within about a document per rank), ``text`` (as the trainers log it).
         Collective: every rank calls it after the same step."""
-        return self._loader.shares(bool(since_step_zero))
+        return self._loader.shares(since_step_zero)
 
+    @checked
     def set_weights(self, weights: Mapping[str, float]) -> None:
         """Mixes by ``weights`` (dataset name -> relative weight; datasets not named: 0) from
         the next batch on, for good: they replace the rest of the schedule (a ramp in progress
@@ -316,9 +318,7 @@ class Loader:
         stream). ``ConfigError`` naming the problem for weights the corpus cannot follow (an
         unknown dataset, all 0, a dataset without tokens or without documents on some rank):
         the loader goes on as before then."""
-        if isinstance(weights, Mapping):
-            weights = dict(weights)
-        self._loader.set_weights(weights)
+        self._loader.set_weights(dict(weights))
         self._weights_set = True
 
     @property
@@ -378,8 +378,9 @@ class Loader:
                 "step_name": os.path.basename(os.path.normpath(step_dir)) if step_dir else None,
                 "order": order, "order_fingerprint": fingerprint}
 
+    @checked
     def load_state_dict(self, state: Mapping[str, Any],
-                        checkpoint_dir: Optional[str] = None) -> str:
+                        checkpoint_dir: Optional[Path] = None) -> str:
         """Goes on from a ``state_dict()``, on this communicator's ranks: on as many ranks as it
         was taken on, from the state inline (each rank its own); on another number, from its step
         folder (the state is redistributed): ``checkpoint_dir``/``step_name`` when
@@ -414,7 +415,7 @@ class Loader:
                 "; ".join(differ))
         step_dir = state.get("step_dir")
         if checkpoint_dir is not None and state.get("step_name"):
-            step_dir = os.path.join(str(checkpoint_dir), state["step_name"])
+            step_dir = os.path.join(checkpoint_dir, state["step_name"])
         if state.get("state") and state.get("world") == self._loader.world_size:
             self._loader.resume("", state["state"], str(step_dir or ""))
             used = "inline"
@@ -491,25 +492,28 @@ def _exit_with_failed_saves() -> None:
         os._exit(1)
 
 
-def find_resume_step(checkpoint_dir: str, required_files: Sequence[str] = (),
+@checked
+def find_resume_step(checkpoint_dir: Path, required_files: Sequence[str] = (),
                      comm: Optional[MPI.Comm] = None) -> Optional[str]:
     """Collective: the newest complete step folder under ``checkpoint_dir``, or None. A trainer
     that saves files of its own into the step folder names them in ``required_files`` (relative
     to the step folder, e.g. "model.pt"): a step without one of them is incomplete."""
-    return _stoker.find_resume_step(_handle(comm), str(checkpoint_dir), list(required_files))
+    return _stoker.find_resume_step(_handle(comm), checkpoint_dir, list(required_files))
 
 
-def prepare_resume(checkpoint_dir: str, required_files: Sequence[str] = (),
+@checked
+def prepare_resume(checkpoint_dir: Path, required_files: Sequence[str] = (),
                    comm: Optional[MPI.Comm] = None) -> Optional[str]:
     """Collective: ``find_resume_step``, then the step folders newer than the one found (a killed
     run's partial saves) are renamed to step-<N>.interrupted. A job that will save into
     ``checkpoint_dir`` calls this and passes the result as ``resume_from``."""
-    return _stoker.prepare_resume(_handle(comm), str(checkpoint_dir), list(required_files))
+    return _stoker.prepare_resume(_handle(comm), checkpoint_dir, list(required_files))
 
 
-def prepare_fresh_start(checkpoint_dir: str, start_over: bool = False,
+@checked
+def prepare_fresh_start(checkpoint_dir: Path, start_over: bool = False,
                         comm: Optional[MPI.Comm] = None) -> None:
     """Collective: for a run that starts at step 0 and will save into ``checkpoint_dir``. Step
     folders of an earlier run there are refused (``ConfigError`` naming them) unless
     ``start_over``, when they are deleted."""
-    _stoker.prepare_fresh_start(_handle(comm), str(checkpoint_dir), bool(start_over))
+    _stoker.prepare_fresh_start(_handle(comm), checkpoint_dir, start_over)

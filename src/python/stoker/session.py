@@ -32,38 +32,44 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 from mpi4py import MPI
 
 from . import _stoker
+from .arguments import Path, Text, checked
 from .config import _make_config
 from .loader import Batch, Loader, _handle
 
 WriteFiles = Optional[Callable[[str], None]]
 
 
-def run_settings(data: str, *, steps: Optional[int] = None, checkpoint_dir: str = "",
-                 save_every: Optional[int] = None, save_last: bool = True, resume: bool = False,
-                 start_over: bool = False, trace_dir: str = "", result_file: str = "",
-                 ready_file: str = "", weights: str = "", weights_schedule: str = "",
+@checked(keywords_of=lambda: Loader.__init__)
+def run_settings(data: Path, *, steps: Optional[int] = None,
+                 checkpoint_dir: Optional[Path] = None, save_every: Optional[int] = None,
+                 save_last: bool = True, resume: bool = False, start_over: bool = False,
+                 trace_dir: Optional[Path] = None, result_file: Optional[Path] = None,
+                 ready_file: Optional[Path] = None, weights: Optional[Text] = None,
+                 weights_schedule: Optional[Text] = None,
                  **loader_settings: Any) -> "_stoker.RunSettings":
     """The settings of a run (C++ RunSettings): the Loader's (``loader_settings``, as
     ``Loader`` takes them, but ``weights`` and ``weight_schedule``), ``weights`` and
     ``weights_schedule`` as the command line gives them (``--weights``, ``--weights-schedule``),
     and the run's: ``steps``, ``checkpoint_dir``, ``save_every`` (a step folder every K steps, 0:
     none on a schedule), ``save_last`` (also the last step), ``resume``, ``start_over``,
-    ``trace_dir``, ``result_file``, ``ready_file``. None: the C++ default."""
+    ``trace_dir``, ``result_file``, ``ready_file`` (paths, made absolute). None: the C++
+    default (no such file or folder, no weights given)."""
     settings = _stoker.RunSettings()
     settings.loader = _make_config(data, **loader_settings)
-    settings.weights, settings.weights_schedule = weights, weights_schedule
+    settings.weights, settings.weights_schedule = weights or "", weights_schedule or ""
     if steps is not None:
         settings.steps = steps
     if save_every is not None:
         settings.save_every = save_every
     settings.save_last, settings.resume, settings.start_over = save_last, resume, start_over
-    settings.checkpoint_dir, settings.trace_dir = str(checkpoint_dir), str(trace_dir)
-    settings.result_file, settings.ready_file = str(result_file), str(ready_file)
+    settings.checkpoint_dir, settings.trace_dir = checkpoint_dir or "", trace_dir or ""
+    settings.result_file, settings.ready_file = result_file or "", ready_file or ""
     return settings
 
 
-def parse_settings(args: Optional[Sequence[str]] = None, *, program: str = "trainer",
-                   name: str = "train.py", description: str = "",
+@checked
+def parse_settings(args: Optional[Sequence[str]] = None, *, program: Text = "trainer",
+                   name: Text = "train.py", description: str = "",
                    quiet: bool = False) -> "_stoker.ProgramSettings":
     """The settings of a trainer's command line (``args``, default ``sys.argv[1:]``) and, under
     it, the environment: the flags, variables, defaults and help of stoker's programs
@@ -75,11 +81,12 @@ def parse_settings(args: Optional[Sequence[str]] = None, *, program: str = "trai
     raise SystemExit (0, or 2), as argparse would. Needs no MPI."""
     import sys
     argv = list(sys.argv[1:] if args is None else args)
-    return _stoker.parse_settings([str(a) for a in argv], program, name, description, not quiet)
+    return _stoker.parse_settings(argv, program, name, description, not quiet)
 
 
+@checked
 def check_run_settings(settings: "_stoker.RunSettings",
-                       more: Optional[Callable[[], List[str]]] = None, program: str = "train.py",
+                       more: Optional[Callable[[], List[str]]] = None, program: Text = "train.py",
                        comm: Optional[MPI.Comm] = None) -> bool:
     """Collective: rank 0 finds every problem of ``settings`` and of ``more()`` (the trainer's
     own, one line each; rank 0 alone calls it) and logs them under "``program``: wrong
@@ -87,11 +94,12 @@ def check_run_settings(settings: "_stoker.RunSettings",
     return _stoker.check_run_settings(_handle(comm), settings, more, program)
 
 
+@checked
 def install_stop_handlers(pending: int = 0) -> None:
     """SIGUSR1 and SIGTERM ask the run session to stop at the next step (on every rank
     together) instead of ending the process. ``pending``: a signal the trainer's own handler
     caught before (while the package was imported), raised again for the session to note."""
-    _stoker.install_stop_handlers(int(pending))
+    _stoker.install_stop_handlers(pending)
 
 
 class RunSession:
@@ -100,10 +108,10 @@ class RunSession:
     files the trainer saves in every step folder (relative to it); ``tag``: the word before the
     session's log lines. Collective."""
 
+    @checked
     def __init__(self, settings: "_stoker.RunSettings", *, files: Sequence[str] = (),
-                 tag: str = "train", comm: Optional[MPI.Comm] = None) -> None:
-        self._session = _stoker.RunSession(_handle(comm), settings, [str(f) for f in files],
-                                           str(tag))
+                 tag: Text = "train", comm: Optional[MPI.Comm] = None) -> None:
+        self._session = _stoker.RunSession(_handle(comm), settings, list(files), tag)
         self.loader = Loader._of_config(self._session.loader_config, comm)
 
     def start(self) -> None:
@@ -133,12 +141,14 @@ class RunSession:
         """Collective: whether any rank's ``stop_requested()`` (one all-reduce)."""
         return self._session.stop_together()
 
+    @checked
     def end_step(self, stop: bool, write: WriteFiles = None) -> None:
         """Collective, after each step's update; ``stop``: the ranks' agreed stop. Saves when a
         save is due (every save_every steps, and at the stop, which ends the loop): rank 0 calls
         ``write(step_dir)``."""
-        self._session.end_step(bool(stop), write)
+        self._session.end_step(stop, write)
 
+    @checked
     def finish(self, fields: Mapping[str, Any], write: WriteFiles = None) -> Dict[str, Any]:
         """Collective, after the loop: saves the last step (save_last), waits for the saves, and
         rank 0 prints the result line on stdout (the session's figures and ``fields``) and writes
