@@ -6,6 +6,7 @@ are the C++ fields' (a number of 2**32); BOS equal to EOS is refused."""
 
 import inspect
 import os
+import pathlib
 import re
 import typing
 
@@ -72,6 +73,11 @@ def test_the_reported_misuses_are_refused(corpus):
         assert str(raised.value).startswith(words), raised.value
 
 
+class BytesPath(os.PathLike):
+    def __fspath__(self):
+        return b"step"
+
+
 def test_a_save_to_no_path_writes_nothing(corpus, shared_dir, monkeypatch):
     here = os.path.join(shared_dir, "cwd")
     os.makedirs(here, exist_ok=True)
@@ -80,7 +86,7 @@ def test_a_save_to_no_path_writes_nothing(corpus, shared_dir, monkeypatch):
     next(made)
     root_had = os.path.exists("/loader")
     for path, error in ((None, TypeError), ("", ValueError), (123, TypeError),
-                        (b"step", TypeError)):
+                        (b"step", TypeError), (BytesPath(), TypeError)):
         with pytest.raises(error, match=r"Loader\.save\(step_dir="):
             made.save(path)
     made.wait_for_save()
@@ -96,7 +102,7 @@ def test_relative_paths_are_made_absolute(corpus, shared_dir, monkeypatch):
     assert made.state_dict()["step_dir"] == step_dir
     WORLD.Barrier()  # every rank's file written
     assert loader(corpus, resume_from="step-1").state_dict()["step_dir"] == step_dir
-    settings = stoker.run_settings("corpus", checkpoint_dir="ck", trace_dir=os.curdir)
+    settings = stoker.run_settings("corpus", checkpoint_dir=pathlib.Path("ck"), trace_dir=".")
     assert (settings.loader.data, settings.checkpoint_dir, settings.trace_dir) == (
         os.path.join(os.getcwd(), "corpus"), os.path.join(os.getcwd(), "ck"), os.getcwd())
 

@@ -150,7 +150,7 @@ def _whole_number(value: Any) -> int:
 def _path(value: Any) -> str:
     path = os.fspath(value)
     if not isinstance(path, str):
-        raise _WrongValue(f"a path of text, not of {_type_name(path)}")
+        raise _WrongType(f"a path of str, not of {_type_name(path)}")
     if not path:
         raise _WrongValue("an empty path")
     return os.path.abspath(path)
