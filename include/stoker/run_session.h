@@ -164,6 +164,12 @@ class RunSession {
   // Collective, after each step's update: `stop` is the ranks' agreed stop. Saves when one is
   // due (every save_every steps, and at the stop, which ends the loop: Running() is then false).
   void EndStep(bool stop, const WriteTrainerFiles& write);
+  // EndStep and Finish wait for the loader's writes (the previous save's before a save, the
+  // last one's at a stop and at the end) in slices of `slice`, calling `between()` after each:
+  // for a caller that must react to signals while storage is slow. An exception of `between()`
+  // leaves the wait, and the call: a save left so has no loader file of this rank, so its step
+  // folder is incomplete and a resume passes over it.
+  void WaitForWritesInSlices(std::chrono::milliseconds slice, std::function<void()> between);
   // Collective, after the loop: saves the last step (save_last), waits for the saves, then
   // rank 0 prints the result line on stdout and writes it into result_file. `fields`: the
   // trainer's figures, a JSON object's text (its keys beside the session's: ranks, start_step,

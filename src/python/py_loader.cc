@@ -62,7 +62,13 @@ PyLoader::PyLoader(int64_t comm, const LoaderConfig& config, std::string trace_d
   if (!config.resume_from.empty()) saved_.emplace(config.resume_from, loader_->step());
 }
 
-PyLoader::~PyLoader() { EndOnItsOwnThread(std::move(loader_)); }
+PyLoader::~PyLoader() {
+  if (left_) {  // ended on the worker, after the call left there
+    StartOnWorker([ended = std::shared_ptr<Loader>(std::move(loader_))] {});
+  } else {
+    EndOnItsOwnThread(std::move(loader_));
+  }
+}
 
 template <typename Call>
 auto PyLoader::NotingFailedSave(Call&& call) {
@@ -144,6 +150,10 @@ uint64_t PyLoader::Save(const std::string& step_dir) {
     saved_.emplace(step_dir, loader_->step());
     return loader_->step();
   });
+}
+
+void PyLoader::SetWeights(const std::map<std::string, double>& weights) {
+  OnWorker([weights](Loader& loader) { loader.SetWeights(weights); });
 }
 
 void PyLoader::WaitForSave() {

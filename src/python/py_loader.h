@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -67,14 +68,29 @@ class PyLoader {
   // dict handed over, so no signal handler can lose it. With the GIL held.
   void SetConvert(py::object convert) { convert_ = std::move(convert); }
 
-  // Runs `work()` with the GIL released and this loader's lock held, waiting for the lock in
-  // slices between which the signal handlers run.
+  // Runs `work()` with the GIL released and this loader's lock held, waiting for the lock, and
+  // for a call on the Loader that Ctrl-C left to go on (OnWorker), in slices between which the
+  // signal handlers run.
   template <typename Work>
   auto Locked(Work&& work) {
     py::gil_scoped_release release;
     std::unique_lock lock(mutex_, std::defer_lock);
     WaitReleased([&](std::chrono::milliseconds slice) { return lock.try_lock_for(slice); });
+    if (left_) {
+      WaitReleased([&](std::chrono::milliseconds slice) { return left_->WaitFor(slice); });
+      left_.reset();
+    }
     return work();
+  }
+  // `work(loader)`, a call that waits on storage or on the other ranks and changes the Loader,
+  // with the lock held and the Loader's own calls waiting for it (LeavableReleased): Ctrl-C
+  // leaves it to its end on the worker, and the next call on this loader waits for that end.
+  template <typename Work>
+  auto OnWorker(Work work) {
+    return Locked([&] {
+      Loader* const on = &loader();
+      return LeavableReleased([on, work = std::move(work)] { return work(*on); }, &left_);
+    });
   }
 
   // The loader's next batch; with `take`, the one it hands over (a run session's, which times
@@ -89,6 +105,8 @@ class PyLoader {
   uint64_t Save(const std::string& step_dir);
   // Waits in slices for the last save's write; raises its error.
   void WaitForSave();
+  // Loader::SetWeights, OnWorker.
+  void SetWeights(const std::map<std::string, double>& weights);
 
   // The step folder of the state at the current step and that step: the last save's or the
   // folder resumed from, recorded before the call that made it returns (no signal handler runs
@@ -122,6 +140,7 @@ class PyLoader {
   // function with it held, which may read the loader (its step, say).
   std::recursive_timed_mutex mutex_;
   std::unique_ptr<Loader> loader_;
+  std::shared_ptr<WorkDone> left_;  // a call OnWorker that Ctrl-C left, until it is done
   std::optional<PieceTraceWriter> trace_;
   bool trace_opened_ = false;
   uint64_t taken_ = 0;  // batches taken from this object (a Resume included)

@@ -86,7 +86,9 @@ class PySession {
       : session_(Leavable([=]() mutable {
           return std::make_unique<RunSession>(CommOf(comm), std::move(settings),
                                               TrainerFiles{std::move(names), std::move(tag)});
-        })) {}
+        })) {
+    session_->WaitForWritesInSlices(kSlice, &RunSignalHandlers);  // Ctrl-C leaves a slow write
+  }
 
   void Start(py::object loader) {
     loader_object_ = loader;

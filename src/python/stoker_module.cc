@@ -11,8 +11,8 @@
 // interrupted so takes no batch (the next call hands it over); save(), wait_for_save() and
 // close() leave the write to go on in the background; construction, a resume and the resume
 // helpers, collective calls that read storage, are Leavable: they go on to their end on the
-// package's worker thread, their result dropped. set_weights() and the run session's end_step()
-// and finish() wait without slices.
+// package's worker thread, their result dropped; set_weights() too, its weights set all the
+// same (PyLoader::OnWorker); the run session's end_step() and finish() leave a save's write.
 //
 // Built on the public headers only, as a user of the library would build it. The communicator
 // comes from mpi4py as its Fortran handle (Comm.py2f()): mpi4py and stoker share Debian's Open MPI.
@@ -143,12 +143,9 @@ void BindLoader(py::module_& m) {
              return SharesToPython(s.Locked([&] { return s.loader().Shares(since_step_zero); }));
            })
       // Converted with the GIL held; the reading pipeline is rebuilt (its thread stopped, the
-      // batches read ahead dropped) under the lock.
+      // batches read ahead dropped) on the worker, under the lock.
       .def("set_weights",
-           [](Self& s, py::handle weights) {
-             const std::map<std::string, double> converted = WeightsOf(weights, "weights");
-             s.Locked([&] { s.loader().SetWeights(converted); });
-           })
+           [](Self& s, py::handle weights) { s.SetWeights(WeightsOf(weights, "weights")); })
       .def_property_readonly("eos_id", [](Self& s) { return s.loader().eos_id(); })
       .def_property_readonly("bos_id", [](Self& s) { return s.loader().bos_id(); })
       .def_property_readonly("vocab_size", [](Self& s) { return CorpusVocab(s.loader()); })

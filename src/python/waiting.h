@@ -3,11 +3,11 @@
 // storage or the other ranks are doing.
 //
 // Work the caller may leave (Leavable): a collective call that reads storage (a loader's
-// construction, a resume, the resume helpers) runs on the package's worker thread while the
-// caller waits for it so. A caller that leaves (Ctrl-C) leaves the work to go on to its end
-// there, as the other ranks expect of this one in its collectives; its result is dropped on that
-// thread (a loader made is ended). The worker runs one piece of work at a time, in the order the
-// calls started them, so collectives keep the order of the calls. Loaders ended by close() end
+// construction, a resume, the resume helpers, set_weights) runs on the package's worker thread
+// while the caller waits for it so. A caller that leaves (Ctrl-C) leaves the work to go on to its
+// end there, as the other ranks expect of this one in its collectives; its result is dropped on
+// that thread (a loader made is ended). The worker runs one piece of work at a time, in the order
+// the calls started them, so collectives keep the order of the calls. Loaders ended by close() end
 // on threads of their own (EndOnItsOwnThread). At exit the process waits for both
 // (WaitForBackgroundWork) before MPI ends.
 #pragma once
@@ -79,16 +79,16 @@ std::shared_ptr<WorkDone> StartOnWorker(std::function<void()> work);
 // more, as mpi4py asks by default); otherwise Leavable runs it on the caller's thread.
 bool WorkerMayCallMpi();
 
-// `work()` (no Python objects in it: it runs without the GIL), on the worker while the caller
-// waits in slices; its result, or its exception. A KeyboardInterrupt during the wait leaves the
-// work to its end on the worker, its result dropped there. Called with the GIL held.
+// `work()` (no Python objects in it but those it releases with the GIL held: it runs without
+// the GIL), on the worker while the caller waits in slices; its result, or its exception. A
+// KeyboardInterrupt during the wait leaves the work to its end on the worker, its result
+// dropped there; `left`, when given, is then the work's WorkDone, for what the work used to wait
+// for it (PyLoader::Locked). Called with the GIL released.
 template <typename Work>
-auto Leavable(Work work) -> std::invoke_result_t<Work&> {
+auto LeavableReleased(Work work, std::shared_ptr<WorkDone>* left = nullptr)
+    -> std::invoke_result_t<Work&> {
   using Result = std::invoke_result_t<Work&>;
-  if (!WorkerMayCallMpi()) {
-    py::gil_scoped_release release;
-    return work();
-  }
+  if (!WorkerMayCallMpi()) return work();
   using Value = std::conditional_t<std::is_void_v<Result>, bool, Result>;
   struct Outcome {
     std::optional<Value> value;
@@ -108,13 +108,21 @@ auto Leavable(Work work) -> std::invoke_result_t<Work&> {
     }
   });
   try {
-    WaitInSlices([&](std::chrono::milliseconds slice) { return done->WaitFor(slice); });
+    WaitReleased([&](std::chrono::milliseconds slice) { return done->WaitFor(slice); });
   } catch (...) {
-    StartOnWorker([left = std::move(outcome)] {});  // dropped there, after the work
+    StartOnWorker([dropped = std::move(outcome)] {});  // there, after the work
+    if (left) *left = done;
     throw;
   }
   if (outcome->error) std::rethrow_exception(outcome->error);
   if constexpr (!std::is_void_v<Result>) return std::move(*outcome->value);
+}
+
+// LeavableReleased, called with the GIL held.
+template <typename Work>
+auto Leavable(Work work) -> std::invoke_result_t<Work&> {
+  py::gil_scoped_release release;
+  return LeavableReleased(std::move(work));
 }
 
 }  // namespace stoker::python

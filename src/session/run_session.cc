@@ -78,6 +78,8 @@ class RunSession::Impl {
   // A batch the loader handed over: traced before the trainer sees it.
   void Delivered(const std::optional<Batch>& batch);
   void Save(const WriteTrainerFiles& write);
+  // The loader's last write, waited for (in slices when the caller asked for them).
+  void WaitForWrite();
   nlohmann::json Figures() const;
 
   mpi::Comm comm;
@@ -94,6 +96,8 @@ class RunSession::Impl {
   double save_wait = 0;  // the longest this rank waited at a save for the others
   uint64_t start_step = 0, saved_step = 0;
   bool stopped = false;
+  std::chrono::milliseconds slice{0};  // none: one wait
+  std::function<void()> between_slices;
 };
 
 RunSession::Impl::Impl(MPI_Comm world, RunSettings s, TrainerFiles f)
@@ -165,8 +169,14 @@ void RunSession::Impl::Save(const WriteTrainerFiles& write) {
     if (!files.names.empty()) WriteFileAtomically(TrainerFilesPath(step_dir), record);
   });
   save_wait = std::max(save_wait, Since(arrived));
+  WaitForWrite();
   loader->Save(step_dir);
   saved_step = step;
+}
+
+void RunSession::Impl::WaitForWrite() {
+  if (!between_slices) return loader->WaitForSave();
+  while (!loader->TryWaitForSave(slice)) between_slices();
 }
 
 nlohmann::json RunSession::Impl::Figures() const {
@@ -258,18 +268,24 @@ void RunSession::EndStep(bool stop, const WriteTrainerFiles& write) {
   }
   s.stopped = true;
   s.Save(write);
-  s.loader->WaitForSave();  // "saved" is said once the step folder is complete
+  s.WaitForWrite();  // "saved" is said once the step folder is complete
   spdlog::info("{}: stopping at step {} on signal{}", s.files.tag, step,
                s.settings.Saves()
                    ? fmt::format("; saved {}/{}", s.settings.checkpoint_dir, StepFolderName(step))
                    : std::string(" (no --checkpoint-dir: nothing saved)"));
 }
 
+void RunSession::WaitForWritesInSlices(std::chrono::milliseconds slice,
+                                       std::function<void()> between) {
+  impl_->slice = slice;
+  impl_->between_slices = std::move(between);
+}
+
 std::string RunSession::Finish(std::string_view fields, const WriteTrainerFiles& write) {
   Impl& s = *impl_;
   // The end of the run is a checkpoint too, so that a later run can go on from it.
   if (s.settings.save_last) s.Save(write);
-  s.loader->WaitForSave();
+  s.WaitForWrite();
   nlohmann::json line = s.Figures();
   mpi::FailTogether(s.comm, [&] {
     const nlohmann::json more = nlohmann::json::parse(fields.empty() ? "{}" : fields);

@@ -194,6 +194,17 @@ def close_during_a_stalled_read(corpus: str, work: str) -> None:
         say("then", type(error).__name__, isinstance(error, ValueError), str(error))
 
 
+def interrupted(name, call) -> None:
+    """Says "call NAME", calls, and says how it ended: "returned NAME" or "interrupted NAME" (a
+    KeyboardInterrupt)."""
+    say("call", name)
+    try:
+        call()
+        say("returned", name)
+    except KeyboardInterrupt:
+        say("interrupted", name)
+
+
 def interrupted_waits(corpus: str, work: str) -> None:
     """Each call that waits on storage, said as "call NAME" before it: the test sends SIGINT
     while it waits (every checkpoint fsync and every open of a rank file slowed down by
@@ -203,14 +214,6 @@ def interrupted_waits(corpus: str, work: str) -> None:
     loader = stoker.Loader(corpus, **BASE)
     next(loader)
     loader.save(first)  # its write takes seconds: the calls below wait for it
-
-    def interrupted(name, call):
-        say("call", name)
-        try:
-            call()
-            say("returned", name)
-        except KeyboardInterrupt:
-            say("interrupted", name)
 
     interrupted("save", lambda: loader.save(os.path.join(work, "step-1-again")))
     interrupted("wait_for_save", loader.wait_for_save)
@@ -224,7 +227,40 @@ def interrupted_waits(corpus: str, work: str) -> None:
     say("named", fresh.state_dict()["step_dir"], "at step", fresh.step)
     loader.save(os.path.join(work, "step-1-last"))
     interrupted("close", loader.close)
+    # A run session: its second save waits for the first's write, its end for its last save's;
+    # a resume helper opens the rank files.
+    run = os.path.join(work, "run")
+    settings = dict(BASE, weights="a=0.5,b=0.3,c=0.2")
+    session = stoker.RunSession(stoker.run_settings(corpus, steps=5, checkpoint_dir=run,
+                                                    save_every=1, **settings))
+    session.start()
+    next(session)
+    session.end_step(False)
+    next(session)
+    interrupted("end_step", lambda: session.end_step(False))
+    interrupted("finish", lambda: session.finish({}))
+    session.loader.wait_for_save()  # step-1 whole: the helper opens its rank file
+    interrupted("find_resume_step", lambda: stoker.find_resume_step(run))
     os._exit(0)  # the work left goes on in the background; the test is done with it
+
+
+def interrupted_set_weights(corpus: str, work: str) -> None:
+    """From some read of the shards on, every read takes 1.5 s (STOKER_FAULTS): once a batch took
+    that long, the reading thread is in the next batch's reads, and set_weights, which stops it,
+    waits for them. Says "call set_weights" and what came (the test sends SIGINT meanwhile);
+    then that the weights were set all the same (the call went on to its end) and the next
+    batch came."""
+    loader = stoker.Loader(corpus, **BASE)
+    while True:
+        started = time.monotonic()
+        next(loader)
+        if time.monotonic() - started > 1:
+            break
+    interrupted("set_weights", lambda: loader.set_weights(W1))
+    total = sum(W1.values())
+    set_after_all = all(abs(loader.weights[k] - w / total) < 1e-9 for k, w in W1.items())
+    say("weights set", set_after_all, "next step", next(loader)["step"] == loader.step)
+    os._exit(0)
 
 
 def interrupts_after_saves(corpus: str, work: str) -> None:
