@@ -186,6 +186,14 @@ const Setting kReading[] = {
      [](CLI::App* a, const Setting& s, S* v) {
        return Size(a, s, v->run.loader.read_ahead_bytes);
      }},
+    {"offset_cache_bytes", "--offset-cache", "OFFSET_CACHE", "bytes", "reading", kBoth, kOwn, false,
+     "Bytes of document offsets each rank keeps cached, in 4 KiB blocks of the shards' offset "
+     "arrays; suffixes KiB, MiB, GiB. At most half of it holds the blocks read ahead for the "
+     "next batches: a corpus of short documents read cold wants more (docs/loader.md, \"Reading "
+     "from storage\")",
+     [](CLI::App* a, const Setting& s, S* v) {
+       return Size(a, s, v->run.loader.offset_cache_bytes);
+     }},
     {"io_depth", "--io-depth", "IO_DEPTH", "reads", "reading", kBoth, kOwn, false,
      "Reads each rank keeps in flight (1 to 4096), or auto: 128 per node, shared by the node's "
      "ranks (at least 16 each), which keeps a local or cloud disk and a parallel file system "

@@ -72,6 +72,7 @@ class SchemaAgreementTest : public ::testing::Test {
         {"--bos-id", {"1"}},
         {"--prefetch", {"2"}},
         {"--read-ahead", {"1MiB"}},
+        {"--offset-cache", {"2MiB"}},
         {"--io-depth", {"8"}},
         {"--io-engine", {"threads"}},
         {"--direct-io", {"off"}},
