@@ -27,8 +27,10 @@ class ByteWriter {
   }
   void PutString(std::string_view s) {
     Put<uint64_t>(s.size());
-    bytes_.append(s);
+    PutBytes(s);
   }
+  // The bytes alone, without their count.
+  void PutBytes(std::string_view s) { bytes_.append(s); }
   // A count, then the elements as they lie in memory.
   template <typename T>
   requires std::is_arithmetic_v<T>

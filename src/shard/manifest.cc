@@ -117,7 +117,7 @@ constexpr size_t kFrameBytes = 2 * sizeof(uint64_t);
 void PutBlock(std::string_view block, ByteWriter* payload) {
   payload->Put<uint64_t>(block.size());
   payload->Put<uint64_t>(XXH3_64bits(block.data(), block.size()));
-  for (char c : block) payload->Put(c);
+  payload->PutBytes(block);
 }
 
 // The manifest's bytes from its head block and its shards' records, in order: `records` ends
@@ -135,7 +135,7 @@ std::string EncodeManifest(std::string_view head, std::string_view records,
     }
   }
   ByteWriter out;
-  for (char c : kMagic) out.Put(c);
+  out.PutBytes(kMagic);
   out.Put(kVersion);
   out.Put<uint64_t>(XXH3_64bits(payload.bytes().data(), payload.bytes().size()));
   return out.Take() + payload.bytes();
