@@ -63,7 +63,7 @@ PyLoader::PyLoader(int64_t comm, const LoaderConfig& config, std::string trace_d
 }
 
 PyLoader::~PyLoader() {
-  if (left_) {  // ended on the worker, after the call left there
+  if (busy_) {  // ended on the worker, after the work left there
     StartOnWorker([ended = std::shared_ptr<Loader>(std::move(loader_))] {});
   } else {
     EndOnItsOwnThread(std::move(loader_));
@@ -120,6 +120,7 @@ py::dict PyLoader::Next(const TakeBatch& take) {
       if (trace_) trace_->Write(*next);  // in a layout, the replica's first rank writes
     }
     last_tokens_buffer_ = reinterpret_cast<uintptr_t>(next->tokens.data());
+    if (next->inputs.empty()) next->labels = LabelsOf(next->tokens, next->row_tokens);  // no GIL
     return next;
   });
   return BatchDict(std::move(*batch));
@@ -127,19 +128,25 @@ py::dict PyLoader::Next(const TakeBatch& take) {
 
 void PyLoader::Resume(const std::string& step_dir, const std::string& state,
                       const std::string& named_dir) {
-  Locked([&] { loader(); });  // not closed
-  LoaderConfig config = config_;
-  config.resume_from = state.empty() ? step_dir : "";
-  config.resume_state = state;
-  std::unique_ptr<Loader> resumed =
-      Leavable([comm = comm_, config] { return std::make_unique<Loader>(CommOf(comm), config); });
   EndOnItsOwnThread(Locked([&] {
+    loader();  // not closed
+    if (taken_ > 0) {
+      throw ConfigError(fmt::format(
+          "load_state_dict() after {} batches were taken: call it before iterating (the "
+          "batches already handed out would be given again)",
+          taken_));
+    }
+    LoaderConfig config = config_;
+    config.resume_from = state.empty() ? step_dir : "";
+    config.resume_state = state;
+    std::unique_ptr<Loader> resumed = LeavableReleased(
+        [comm = comm_, config] { return std::make_unique<Loader>(CommOf(comm), config); }, &busy_);
     loader_.swap(resumed);
     config_ = config;
     saved_.reset();
     if (!named_dir.empty()) saved_.emplace(named_dir, loader_->step());
     save_failed_.clear();
-    return std::move(resumed);  // the Loader it went on from
+    return resumed;  // the Loader it went on from
   }));
 }
 
@@ -172,7 +179,6 @@ py::dict PyLoader::BatchDict(Batch&& batch) {
   const py::ssize_t per_row = batch.inputs.empty() ? static_cast<py::ssize_t>(batch.row_tokens) - 1
                                                    : static_cast<py::ssize_t>(batch.inputs.size()) /
                                                          std::max<py::ssize_t>(rows, 1);
-  if (batch.inputs.empty()) batch.labels = LabelsOf(batch.tokens, batch.row_tokens);
   const py::object tokens =
       Owning(std::move(batch.tokens), {rows, static_cast<py::ssize_t>(batch.row_tokens)});
   py::dict out;

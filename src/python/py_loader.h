@@ -69,27 +69,28 @@ class PyLoader {
   void SetConvert(py::object convert) { convert_ = std::move(convert); }
 
   // Runs `work()` with the GIL released and this loader's lock held, waiting for the lock, and
-  // for a call on the Loader that Ctrl-C left to go on (OnWorker), in slices between which the
-  // signal handlers run.
+  // for the Loader's work on the worker (OnWorker, running or left by Ctrl-C), in slices between
+  // which the signal handlers run. A signal handler's call on this loader during that wait (the
+  // lock is recursive) waits for the work too.
   template <typename Work>
   auto Locked(Work&& work) {
     py::gil_scoped_release release;
     std::unique_lock lock(mutex_, std::defer_lock);
     WaitReleased([&](std::chrono::milliseconds slice) { return lock.try_lock_for(slice); });
-    if (left_) {
-      WaitReleased([&](std::chrono::milliseconds slice) { return left_->WaitFor(slice); });
-      left_.reset();
+    if (const std::shared_ptr<WorkDone> busy = busy_) {
+      WaitReleased([&](std::chrono::milliseconds slice) { return busy->WaitFor(slice); });
+      if (busy_ == busy) busy_.reset();
     }
     return work();
   }
-  // `work(loader)`, a call that waits on storage or on the other ranks and changes the Loader,
-  // with the lock held and the Loader's own calls waiting for it (LeavableReleased): Ctrl-C
-  // leaves it to its end on the worker, and the next call on this loader waits for that end.
+  // `work(loader)`, a call that waits on storage or on the other ranks and uses the Loader, on
+  // the worker with the lock held (LeavableReleased): Ctrl-C leaves it to its end there, and
+  // every call on this loader waits for that end.
   template <typename Work>
   auto OnWorker(Work work) {
     return Locked([&] {
       Loader* const on = &loader();
-      return LeavableReleased([on, work = std::move(work)] { return work(*on); }, &left_);
+      return LeavableReleased([on, work = std::move(work)] { return work(*on); }, &busy_);
     });
   }
 
@@ -99,7 +100,7 @@ class PyLoader {
   // Collective: goes on from `step_dir`, or from this rank's encoded `state` when it is not
   // empty (LoaderConfig::resume_state), with a new Loader (Leavable: Ctrl-C leaves it); the old
   // one stays as it was if that fails. `named_dir`: the step folder of the state resumed from,
-  // for saved() ("" for none). Before the first batch only (the package checks).
+  // for saved() ("" for none). Before the first batch only: ConfigError after one.
   void Resume(const std::string& step_dir, const std::string& state, const std::string& named_dir);
   // Loader::Save, after waiting in slices for the previous write; the step saved.
   uint64_t Save(const std::string& step_dir);
@@ -140,7 +141,7 @@ class PyLoader {
   // function with it held, which may read the loader (its step, say).
   std::recursive_timed_mutex mutex_;
   std::unique_ptr<Loader> loader_;
-  std::shared_ptr<WorkDone> left_;  // a call OnWorker that Ctrl-C left, until it is done
+  std::shared_ptr<WorkDone> busy_;  // the Loader's work on the worker, until it is done
   std::optional<PieceTraceWriter> trace_;
   bool trace_opened_ = false;
   uint64_t taken_ = 0;  // batches taken from this object (a Resume included)

@@ -102,21 +102,39 @@ class PySession {
   }
   void EndStep(bool stop, py::object write) {
     const WriteTrainerFiles writer = PythonWriter(std::move(write));
-    Loader().Locked([&] { session_->EndStep(stop, writer); });
+    Leaving("end_step", [&] { Loader().Locked([&] { session_->EndStep(stop, writer); }); });
   }
   std::string Finish(const std::string& fields, py::object write) {
     const WriteTrainerFiles writer = PythonWriter(std::move(write));
-    return Loader().Locked([&] { return session_->Finish(fields, writer); });
+    return Leaving("finish", [&] {
+      return Loader().Locked([&] { return session_->Finish(fields, writer); });
+    });
   }
   RunSession& session() { return *session_; }
 
  private:
   PyLoader& Loader() {
     if (!loader_) throw ConfigError("the run session has not started: call start(loader) first");
+    if (!left_in_.empty()) {
+      throw ConfigError("the run session was left by Ctrl-C in " + left_in_ +
+                        "(): its ranks may be in different saves; end the process");
+    }
     return *loader_;
+  }
+  // `call()`, a collective call of the session; a KeyboardInterrupt it raises leaves the session
+  // unusable on this rank (its ranks may stand in different collectives).
+  template <typename Call>
+  auto Leaving(const char* name, Call&& call) -> decltype(call()) {
+    try {
+      return call();
+    } catch (py::error_already_set& e) {
+      if (e.matches(PyExc_KeyboardInterrupt)) left_in_ = name;
+      throw;
+    }
   }
 
   std::unique_ptr<RunSession> session_;
+  std::string left_in_;  // the call Ctrl-C left, after which the session refuses
   py::object loader_object_;
   PyLoader* loader_ = nullptr;
 };

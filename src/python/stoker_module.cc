@@ -98,26 +98,27 @@ void BindErrors(py::module_& m) {
   py::register_exception<InternalError>(m, "InternalError", also(PyExc_RuntimeError));
 }
 
-// The Loader's calls that read what next(), save() and set_weights() change, or wait, go through
-// Locked; the corpus, ids, rank and world size do not change.
+// Every call goes through Locked (close() and a resume replace the Loader), but set_convert and
+// last_tokens_buffer (the caller's own).
 void BindLoader(py::module_& m) {
   using Self = PyLoader;
   py::class_<PyLoader>(m, "Loader")
       .def(py::init<int64_t, const LoaderConfig&, std::string>())
       .def("set_convert", &Self::SetConvert)
       .def("close", &Self::Close)
-      .def_property_readonly("closed", &Self::closed)
+      .def_property_readonly("closed", [](Self& s) { return s.Locked([&] { return s.closed(); }); })
       .def("next", [](Self& s) { return s.Next(); })
       .def("__next__", [](Self& s) { return s.Next(); })
       .def("__iter__", [](py::object self) { return self; })
       .def("resume", &Self::Resume)
       .def_property_readonly("saved",
                              [](Self& s) -> py::object {
-                               const auto& saved = s.saved();
+                               const auto saved = s.Locked([&] { return s.saved(); });
                                if (!saved) return py::none();
                                return py::make_tuple(saved->first, saved->second);
                              })
-      .def_property_readonly("save_failed", &Self::save_failed)
+      .def_property_readonly("save_failed",
+                             [](Self& s) { return s.Locked([&] { return s.save_failed(); }); })
       .def("encoded_state",
            [](Self& s) {
              const std::string bytes = s.Locked([&] { return s.loader().EncodedState(); });
@@ -128,8 +129,10 @@ void BindLoader(py::module_& m) {
       .def_property_readonly("step",
                              [](Self& s) { return s.Locked([&] { return s.loader().step(); }); })
       .def_property_readonly("taken", [](Self& s) { return s.Locked([&] { return s.taken(); }); })
-      .def_property_readonly("rank", [](Self& s) { return s.loader().rank(); })
-      .def_property_readonly("world_size", [](Self& s) { return s.loader().world_size(); })
+      .def_property_readonly("rank",
+                             [](Self& s) { return s.Locked([&] { return s.loader().rank(); }); })
+      .def_property_readonly(
+          "world_size", [](Self& s) { return s.Locked([&] { return s.loader().world_size(); }); })
       .def_property_readonly(
           "weights", [](Self& s) { return s.Locked([&] { return WeightsByName(s.loader()); }); })
       .def_property_readonly("schedule",
@@ -146,11 +149,15 @@ void BindLoader(py::module_& m) {
       // batches read ahead dropped) on the worker, under the lock.
       .def("set_weights",
            [](Self& s, py::handle weights) { s.SetWeights(WeightsOf(weights, "weights")); })
-      .def_property_readonly("eos_id", [](Self& s) { return s.loader().eos_id(); })
-      .def_property_readonly("bos_id", [](Self& s) { return s.loader().bos_id(); })
-      .def_property_readonly("vocab_size", [](Self& s) { return CorpusVocab(s.loader()); })
-      .def_property_readonly("corpus_fingerprint",
-                             [](Self& s) { return s.loader().corpus().fingerprint; })
+      .def_property_readonly("eos_id",
+                             [](Self& s) { return s.Locked([&] { return s.loader().eos_id(); }); })
+      .def_property_readonly("bos_id",
+                             [](Self& s) { return s.Locked([&] { return s.loader().bos_id(); }); })
+      .def_property_readonly(
+          "vocab_size", [](Self& s) { return s.Locked([&] { return CorpusVocab(s.loader()); }); })
+      .def_property_readonly(
+          "corpus_fingerprint",
+          [](Self& s) { return s.Locked([&] { return s.loader().corpus().fingerprint; }); })
       .def_property_readonly("last_tokens_buffer", &Self::last_tokens_buffer);
 }
 
@@ -210,6 +217,7 @@ void BindFunctions(py::module_& m) {
 
 PYBIND11_MODULE(_stoker, m) {
   m.doc() = "The C++ side of the stoker package; use `import stoker` (help(stoker.Loader)).";
+  stoker::python::StartWaiting();
   stoker::python::BindErrors(m);
   stoker::python::BindConfig(m);
   stoker::python::BindLoader(m);

@@ -1,9 +1,12 @@
 #include "waiting.h"
 
 #include <pthread.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <deque>
+#include <optional>
 #include <thread>
 
 namespace stoker::python {
@@ -18,11 +21,23 @@ struct Background {
   std::deque<std::function<void()>> queue;
   bool worker_started = false;
   uint64_t running = 0;
+  std::optional<bool> multiple;  // MPI_THREAD_MULTIPLE, once asked
 };
 
+Background* g_background = nullptr;
+pid_t g_module_pid = 0;  // the process that imported the module
+
+// A forked child starts with none of its parent's threads: a background of its own.
+void AfterForkInChild() { g_background = new Background; }
+
 Background& TheBackground() {
-  static Background* background = new Background;
-  return *background;
+  static const bool registered = [] {
+    g_background = new Background;
+    pthread_atfork(nullptr, nullptr, &AfterForkInChild);
+    return true;
+  }();
+  (void)registered;
+  return *g_background;
 }
 
 // A thread of the package's own: the signals go to the others (Python's handlers run on the
@@ -60,6 +75,11 @@ void RunWorker(Background& background) {
 }
 
 }  // namespace
+
+void StartWaiting() {
+  g_module_pid = getpid();
+  TheBackground();
+}
 
 void RunSignalHandlers() {
   py::gil_scoped_acquire gil;
@@ -115,10 +135,24 @@ std::shared_ptr<WorkDone> StartOnWorker(std::function<void()> work) {
   return done;
 }
 
-bool WorkerMayCallMpi() {
-  int provided = MPI_THREAD_SINGLE;
-  MPI_Query_thread(&provided);
-  return provided >= MPI_THREAD_SERIALIZED;
+bool WorkerMayRun() {
+  if (getpid() != g_module_pid) return false;
+  Background& background = TheBackground();
+  std::lock_guard lock(background.mutex);
+  if (!background.multiple) {
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&provided);
+    background.multiple = provided == MPI_THREAD_MULTIPLE;
+  }
+  return *background.multiple;
+}
+
+void LogLeftError(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    spdlog::error("a call left by Ctrl-C failed on the package's worker: {}", e.what());
+  }
 }
 
 }  // namespace stoker::python

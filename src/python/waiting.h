@@ -31,6 +31,9 @@ namespace stoker::python {
 
 namespace py = pybind11;
 
+// At the module's import: the process whose worker runs the work (WorkerMayRun).
+void StartWaiting();
+
 // How long a call waits before it lets the signal handlers run: well within a second.
 constexpr std::chrono::milliseconds kSlice{50};
 
@@ -75,20 +78,26 @@ class WorkDone {
 
 // Runs `work` on the worker thread after the work started before it.
 std::shared_ptr<WorkDone> StartOnWorker(std::function<void()> work);
-// Whether work may move to the worker: MPI lets any thread call it (MPI_THREAD_SERIALIZED or
-// more, as mpi4py asks by default); otherwise Leavable runs it on the caller's thread.
-bool WorkerMayCallMpi();
+// Whether work may move to the worker: this is the process that imported the module (in a
+// forked child the loader's calls refuse at once, on the caller's thread) and MPI lets any
+// thread call it at any time (MPI_THREAD_MULTIPLE, as mpi4py asks by default: work left on the
+// worker may call MPI while the caller does). Otherwise Leavable runs work on the caller's
+// thread.
+bool WorkerMayRun();
+// Logs the error of work a caller left (nobody else will see it).
+void LogLeftError(const std::exception_ptr& error);
 
-// `work()` (no Python objects in it but those it releases with the GIL held: it runs without
-// the GIL), on the worker while the caller waits in slices; its result, or its exception. A
-// KeyboardInterrupt during the wait leaves the work to its end on the worker, its result
-// dropped there; `left`, when given, is then the work's WorkDone, for what the work used to wait
-// for it (PyLoader::Locked). Called with the GIL released.
+// `work()` (no Python objects in it: it runs without the GIL), on the worker while the caller
+// waits in slices; its result, or its exception. A KeyboardInterrupt during the wait leaves the
+// work to its end on the worker, its result dropped there and its error logged. `busy`, when
+// given, holds the work's WorkDone while it runs and after the caller left it, so that what the
+// work uses waits for it (PyLoader::Locked, a signal handler's call included); it is cleared
+// when the caller saw the work end. Called with the GIL released.
 template <typename Work>
-auto LeavableReleased(Work work, std::shared_ptr<WorkDone>* left = nullptr)
+auto LeavableReleased(Work work, std::shared_ptr<WorkDone>* busy = nullptr)
     -> std::invoke_result_t<Work&> {
   using Result = std::invoke_result_t<Work&>;
-  if (!WorkerMayCallMpi()) return work();
+  if (!WorkerMayRun()) return work();
   using Value = std::conditional_t<std::is_void_v<Result>, bool, Result>;
   struct Outcome {
     std::optional<Value> value;
@@ -107,13 +116,16 @@ auto LeavableReleased(Work work, std::shared_ptr<WorkDone>* left = nullptr)
       outcome->error = std::current_exception();
     }
   });
+  if (busy) *busy = done;
   try {
     WaitReleased([&](std::chrono::milliseconds slice) { return done->WaitFor(slice); });
   } catch (...) {
-    StartOnWorker([dropped = std::move(outcome)] {});  // there, after the work
-    if (left) *left = done;
+    StartOnWorker([dropped = std::move(outcome)] {  // there, after the work
+      if (dropped->error) LogLeftError(dropped->error);
+    });
     throw;
   }
+  if (busy && *busy == done) busy->reset();
   if (outcome->error) std::rethrow_exception(outcome->error);
   if constexpr (!std::is_void_v<Result>) return std::move(*outcome->value);
 }

@@ -161,16 +161,18 @@ def forked_children(corpus: str, work: str) -> None:
         except Exception as error:  # the worker's, raised again in this process
             say(f"{type(error).__name__} after {served} batches in "
                 f"{time.monotonic() - started:.1f} s: " + str(error).replace("\n", " "))
-    child = os.fork()
-    if child == 0:
-        try:
-            next(loader)
-            os._exit(3)
-        except stoker.ConfigError as error:
-            say("ConfigError after 0 batches in the child: " + str(error).replace("\n", " "))
-            os._exit(0)
-    _, status = os.waitpid(child, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, status
+    for call, what in ((lambda: next(loader), "0 batches"),
+                       (lambda: loader.set_weights(W1), "set_weights")):
+        child = os.fork()
+        if child == 0:
+            try:
+                call()
+                os._exit(3)
+            except stoker.ConfigError as error:
+                say(f"ConfigError after {what} in the child: " + str(error).replace("\n", " "))
+                os._exit(0)
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, status
     say("parent goes on at step", next(loader)["step"])
 
 
@@ -180,12 +182,7 @@ def close_during_a_stalled_read(corpus: str, work: str) -> None:
     closes the loader without waiting for them: says how long it took, and what a call after it
     raises."""
     with stoker.Loader(corpus, **BASE) as loader:
-        while True:
-            started = time.monotonic()
-            step = next(loader)["step"]
-            if time.monotonic() - started > 1:
-                break
-        say("stalled at step", step)
+        say("stalled at step", until_stalled(loader))
         started = time.monotonic()
     say(f"closed in {time.monotonic() - started:.2f} s")
     try:
@@ -238,10 +235,30 @@ def interrupted_waits(corpus: str, work: str) -> None:
     session.end_step(False)
     next(session)
     interrupted("end_step", lambda: session.end_step(False))
-    interrupted("finish", lambda: session.finish({}))
+    try:
+        session.finish({})
+    except stoker.ConfigError as error:  # its ranks may stand in different saves
+        say("then", str(error).split(":")[0])
     session.loader.wait_for_save()  # step-1 whole: the helper opens its rank file
     interrupted("find_resume_step", lambda: stoker.find_resume_step(run))
+    another = stoker.RunSession(stoker.run_settings(
+        corpus, steps=5, checkpoint_dir=os.path.join(work, "another"), save_every=1, **settings))
+    another.start()
+    next(another)
+    another.end_step(False)
+    interrupted("finish", lambda: another.finish({}))
     os._exit(0)  # the work left goes on in the background; the test is done with it
+
+
+def until_stalled(loader) -> int:
+    """Takes batches until one took more than a second (a read STOKER_FAULTS slowed down): with
+    every read from some point on slowed down, the reading thread is then in the next batch's
+    reads. The step of that batch."""
+    while True:
+        started = time.monotonic()
+        step = next(loader)["step"]
+        if time.monotonic() - started > 1:
+            return step
 
 
 def interrupted_set_weights(corpus: str, work: str) -> None:
@@ -251,11 +268,7 @@ def interrupted_set_weights(corpus: str, work: str) -> None:
     then that the weights were set all the same (the call went on to its end) and the next
     batch came."""
     loader = stoker.Loader(corpus, **BASE)
-    while True:
-        started = time.monotonic()
-        next(loader)
-        if time.monotonic() - started > 1:
-            break
+    until_stalled(loader)
     interrupted("set_weights", lambda: loader.set_weights(W1))
     total = sum(W1.values())
     set_after_all = all(abs(loader.weights[k] - w / total) < 1e-9 for k, w in W1.items())
@@ -321,6 +334,35 @@ def forked_child_exits(corpus: str, work: str) -> None:
             os.waitpid(child, 0)
             say(how, "hung")
     say("parent goes on at step", next(loader)["step"])
+
+
+def handler_during_set_weights(corpus: str, work: str) -> None:
+    """As interrupted_set_weights, with a SIGINT handler of the trainer's own that reads the
+    loader's step before it raises KeyboardInterrupt: the handler's call waits for set_weights'
+    work on the worker (no crash, no torn state), then the interrupt comes."""
+    loader = stoker.Loader(corpus, **BASE)
+
+    def handler(signum, frame):
+        say("handler step", loader.step)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+    until_stalled(loader)
+    interrupted("set_weights", lambda: loader.set_weights(W1))
+    say("next step", next(loader)["step"] == loader.step)
+    os._exit(0)
+
+
+def exit_with_work_left(corpus: str, work: str) -> None:
+    """A loader's construction that Ctrl-C left (its rank file's open slowed down), then the end
+    of the program: the exit waits for the work left, or a second Ctrl-C ends it at once."""
+    step_dir = os.path.join(work, "step-1")
+    loader = stoker.Loader(corpus, **BASE)
+    next(loader)
+    loader.save(step_dir)
+    loader.wait_for_save()
+    interrupted("Loader", lambda: stoker.Loader(corpus, resume_from=step_dir, **BASE))
+    say("exiting")
 
 
 if __name__ == "__main__":

@@ -105,11 +105,13 @@ def test_a_loader_in_a_forked_process_raises_at_once(corpus, tmp_path):
     code, out, err = run("forked_children", corpus, str(tmp_path), "")
     assert code == 0, err[-2000:]
     # Each: a DataLoader whose workers wrap the loader (the package's dataset and one of the
-    # user's own), and a plain os.fork(): ConfigError, no batch, within seconds.
-    assert len(out) == 4, out
-    for line in out[:3]:
-        assert line.startswith("ConfigError after 0 batches") and "fork of it" in line, line
-    assert out[3] == "parent goes on at step 1", out
+    # user's own), and plain os.fork() children taking a batch and setting weights: ConfigError,
+    # no batch, within seconds.
+    assert len(out) == 5, out
+    for line in out[:4]:
+        assert line.startswith("ConfigError after ") and "fork of it" in line, line
+    assert "after set_weights in the child" in out[3], out
+    assert out[4] == "parent goes on at step 1", out
 
 
 @once
@@ -179,10 +181,12 @@ def test_ctrl_c_leaves_every_call_that_waits_on_storage_within_a_second(corpus, 
     calls, said = interrupt_each_call("interrupted_waits", corpus, str(tmp_path),
                                       SLOW_CHECKPOINTS)
     assert list(calls) == ["save", "wait_for_save", "state_dict", "Loader", "load_state_dict",
-                           "close", "end_step", "finish", "find_resume_step"], calls
+                           "close", "end_step", "find_resume_step", "finish"], calls
     # After them, state_dict() names the save that completed; the load interrupted left the
-    # fresh loader as it was.
-    assert said == [["named", "True"], ["named", "None", "at", "step", "0"]], said
+    # fresh loader as it was; the session left in end_step refuses to go on.
+    assert said == [["named", "True"], ["named", "None", "at", "step", "0"],
+                    ["then", "the", "run", "session", "was", "left", "by", "Ctrl-C", "in",
+                     "end_step()"]], said
 
 
 @once
@@ -211,3 +215,50 @@ def test_a_forked_child_exits_with_its_own_code_and_does_not_hang(corpus, tmp_pa
     assert code == 0, err[-2000:]
     assert out == ["sys.exit(3) exit 3", "raise ValueError exit 1", "end exit 0",
                    "parent goes on at step 2"], out
+
+
+@once
+def test_a_signal_handler_that_reads_the_loader_waits_for_its_work(corpus, tmp_path):
+    slow = ",".join(f"pread:.h5:{n}:delay=1500" for n in range(60, 72))
+    process = start("handler_during_set_weights", corpus, str(tmp_path), slow)
+    arrived, out = lines_of(process), []
+    try:
+        while True:
+            _, words = arrived.get(timeout=120)
+            if words is None:
+                break
+            out.append(" ".join(words))
+            if words[0] == "call":
+                time.sleep(0.3)
+                process.send_signal(signal.SIGINT)
+    finally:
+        process.kill()
+        _, err = process.communicate()
+    assert process.returncode == 0, err[-2000:]
+    assert out[0] == "call set_weights" and out[1].startswith("handler step "), out
+    assert out[2:] == ["interrupted set_weights", "next step True"], out
+
+
+@once
+@pytest.mark.parametrize("again", [False, True])
+def test_the_exit_waits_for_the_work_left_or_a_second_ctrl_c_ends_it(corpus, tmp_path, again):
+    process = start("exit_with_work_left", corpus, str(tmp_path), SLOW_CHECKPOINTS)
+    arrived, sent = lines_of(process), 0.0
+    try:
+        while True:
+            _, words = arrived.get(timeout=120)
+            if words is None:
+                break
+            if words[0] == "call" or (again and words[0] == "exiting"):
+                time.sleep(0.3)
+                process.send_signal(signal.SIGINT)
+                sent = time.monotonic()
+        process.wait(timeout=60)
+    finally:
+        process.kill()
+        _, err = process.communicate()
+    if again:  # at once, without MPI's finalize
+        assert process.returncode == 130 and time.monotonic() - sent < 5, (process.returncode, err)
+        assert "interrupted while waiting for storage at exit" in err, err[-2000:]
+    else:  # once the construction left on the worker ended
+        assert process.returncode == 0, err[-2000:]

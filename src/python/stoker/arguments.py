@@ -171,7 +171,7 @@ _KINDS: Dict[Any, tuple] = {
     str: ("a str", lambda v: isinstance(v, str), None),
     Text: ("a str", lambda v: isinstance(v, str), _text),
     Path: ("a path (str or os.PathLike)", lambda v: isinstance(v, (str, os.PathLike)), _path),
-    os.PathLike: ("an os.PathLike", lambda v: isinstance(v, os.PathLike), None),
+    os.PathLike: ("an os.PathLike", lambda v: isinstance(v, os.PathLike), _path),
     collections.abc.Mapping: ("a mapping", lambda v: isinstance(v, collections.abc.Mapping),
                               None),
     dict: ("a mapping", lambda v: isinstance(v, collections.abc.Mapping), None),

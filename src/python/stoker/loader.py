@@ -393,16 +393,12 @@ class Loader:
         fails, the loader is as it was before the call. With ``trace_dir``, the trace starts at
         the resumed step, as with ``resume_from``. States of format 1 (a step folder only) are
         read too."""
-        taken = self._loader.taken
-        if taken > 0:
-            raise _stoker.ConfigError(
-                f"load_state_dict() after {taken} batches were taken: call it before "
-                "iterating (the batches already handed out would be given again)")
         if self._weights_set:
             raise _stoker.ConfigError(
                 "load_state_dict() after set_weights(): the resumed loader follows the "
                 "configured schedule; call set_weights() after load_state_dict()")
-        if state.get("format") not in (_STATE_FORMAT, _STATE_FORMAT_1):
+        if (state.get("format") not in (_STATE_FORMAT, _STATE_FORMAT_1)
+                or not isinstance(state.get("order"), Mapping)):
             raise _stoker.ConfigError(
                 f"load_state_dict(): not a stoker loader state (format {state.get('format')!r}, "
                 f"expected {_STATE_FORMAT!r})")
@@ -477,6 +473,11 @@ def _exit_with_failed_saves() -> None:
     try:
         for loader in list(_LOADERS):
             _check_last_save(loader)
+            if not _FORKED:  # ended now, in the background, not after MPI in the teardown
+                try:
+                    loader._loader.close()
+                except _stoker.Error:  # its save's error, noted by _check_last_save
+                    pass
         if not _FORKED:  # before MPI ends
             _stoker.wait_for_background_work()
     except KeyboardInterrupt:

@@ -55,6 +55,9 @@ def run_settings(data: Path, *, steps: Optional[int] = None,
     ``trace_dir``, ``result_file``, ``ready_file`` (paths, made absolute). None: the C++
     default (no such file or folder, no weights given)."""
     settings = _stoker.RunSettings()
+    if "weight_schedule" in loader_settings:
+        raise TypeError("run_settings(weight_schedule=...): a run takes weights_schedule, the "
+                        "--weights-schedule text or file")
     settings.loader = _make_config(data, **loader_settings)
     settings.weights, settings.weights_schedule = weights or "", weights_schedule or ""
     if steps is not None:
