@@ -48,6 +48,11 @@ std::vector<int64_t> LabelsOf(const std::vector<int64_t>& tokens, size_t row_tok
   return labels;
 }
 
+// What makes a Loader of `config` over `comm` (on the worker: Leavable).
+auto LoaderMaker(int64_t comm, const LoaderConfig& config) {
+  return [comm, config] { return std::make_unique<Loader>(CommOf(comm), config); };
+}
+
 }  // namespace
 
 MPI_Comm CommOf(int64_t fortran_handle) {
@@ -58,7 +63,7 @@ PyLoader::PyLoader(int64_t comm, const LoaderConfig& config, std::string trace_d
     : comm_(comm),
       config_(config),
       trace_dir_(std::move(trace_dir)),
-      loader_(Leavable([comm, config] { return std::make_unique<Loader>(CommOf(comm), config); })) {
+      loader_(Leavable(LoaderMaker(comm, config))) {
   if (!config.resume_from.empty()) saved_.emplace(config.resume_from, loader_->step());
 }
 
@@ -139,8 +144,7 @@ void PyLoader::Resume(const std::string& step_dir, const std::string& state,
     LoaderConfig config = config_;
     config.resume_from = state.empty() ? step_dir : "";
     config.resume_state = state;
-    std::unique_ptr<Loader> resumed = LeavableReleased(
-        [comm = comm_, config] { return std::make_unique<Loader>(CommOf(comm), config); }, &busy_);
+    std::unique_ptr<Loader> resumed = LeavableReleased(LoaderMaker(comm_, config), &busy_);
     loader_.swap(resumed);
     config_ = config;
     saved_.reset();

@@ -118,7 +118,6 @@ class PyLoader {
   // The Loader; ConfigError once closed.
   Loader& loader();
   bool closed() const { return loader_ == nullptr; }
-  uint64_t taken() const { return taken_; }
   uintptr_t last_tokens_buffer() const { return last_tokens_buffer_; }
 
  private:

@@ -128,7 +128,6 @@ void BindLoader(py::module_& m) {
       .def("wait_for_save", &Self::WaitForSave)
       .def_property_readonly("step",
                              [](Self& s) { return s.Locked([&] { return s.loader().step(); }); })
-      .def_property_readonly("taken", [](Self& s) { return s.Locked([&] { return s.taken(); }); })
       .def_property_readonly("rank",
                              [](Self& s) { return s.Locked([&] { return s.loader().rank(); }); })
       .def_property_readonly(

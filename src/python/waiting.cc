@@ -24,21 +24,13 @@ struct Background {
   std::optional<bool> multiple;  // MPI_THREAD_MULTIPLE, once asked
 };
 
-Background* g_background = nullptr;
-pid_t g_module_pid = 0;  // the process that imported the module
+Background* g_background = nullptr;  // made by StartWaiting, at the module's import
+pid_t g_module_pid = 0;              // the process that imported the module
 
 // A forked child starts with none of its parent's threads: a background of its own.
 void AfterForkInChild() { g_background = new Background; }
 
-Background& TheBackground() {
-  static const bool registered = [] {
-    g_background = new Background;
-    pthread_atfork(nullptr, nullptr, &AfterForkInChild);
-    return true;
-  }();
-  (void)registered;
-  return *g_background;
-}
+Background& TheBackground() { return *g_background; }
 
 // A thread of the package's own: the signals go to the others (Python's handlers run on the
 // main thread, and a signal here would only break off a read with EINTR).
@@ -78,7 +70,8 @@ void RunWorker(Background& background) {
 
 void StartWaiting() {
   g_module_pid = getpid();
-  TheBackground();
+  g_background = new Background;
+  pthread_atfork(nullptr, nullptr, &AfterForkInChild);
 }
 
 void RunSignalHandlers() {
